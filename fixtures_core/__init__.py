@@ -1,0 +1,40 @@
+"""assay's pure domain: parse fixtures, run rows, check with CEL, aggregate, compare.
+
+Nothing here imports Prefect; ``flows`` orchestrates these functions. A
+library call runs one row::
+
+    from fixtures_core import load_matrix, run_row, RunSettings, ProcessGroups
+    row = load_matrix(["examples/passing.md"]).rows[0]
+    result = run_row(row, RunSettings(run_id="adhoc"), ProcessGroups())
+"""
+
+from fixtures_core.errors import AssayError, BaselineError, CelError, FixtureError, UsageError, ValidationFailed
+from fixtures_core.matrix import load_matrix, select
+from fixtures_core.results import RowResult, SampleResult
+from fixtures_core.rows import RunSettings, run_row
+from fixtures_core.rundoc import RunResult, load_run
+from fixtures_core.sampling import ProcessGroups
+from fixtures_core.spec import Matrix, MetricSpec, RowSpec
+from fixtures_core.validate import validate_matrix
+
+__all__ = [
+    "AssayError",
+    "BaselineError",
+    "CelError",
+    "FixtureError",
+    "Matrix",
+    "MetricSpec",
+    "ProcessGroups",
+    "RowResult",
+    "RowSpec",
+    "RunResult",
+    "RunSettings",
+    "SampleResult",
+    "UsageError",
+    "ValidationFailed",
+    "load_matrix",
+    "load_run",
+    "run_row",
+    "select",
+    "validate_matrix",
+]

@@ -1,0 +1,160 @@
+"""The one door to the CEL engine (cel-expr-python, Google's cel-cpp).
+
+Expressions compile when fixtures load, so a syntax or type error stops the
+run before any command runs. Evaluation errors come back as values with a
+clean message, distinct from ``false``.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_math, ext_optional, ext_strings
+
+from fixtures_core.errors import CelError
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+# Variables every sample context declares, with their CEL types.
+BUILTIN_VARIABLES: Mapping[str, cel.Type] = {
+    "stdout": cel.Type.STRING,
+    "output": cel.Type.STRING,
+    "stderr": cel.Type.STRING,
+    "exitCode": cel.Type.INT,
+    "json": cel.Type.DYN,
+    "files": cel.Type.DYN,
+    "duration_ms": cel.Type.DYN,
+    "sample": cel.Type.INT,
+    "properties": cel.Type.DYN,
+}
+_RESERVED = frozenset(
+    [
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+        "true",
+        "false",
+        "null",
+    ]
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMPILE_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+
+
+@dataclass(frozen=True)
+class CelValue:
+    """What an evaluation gave: a plain Python value, or an error message."""
+
+    value: object = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def declarable_properties(names: Iterable[str]) -> frozenset[str]:
+    """Property names that can also be top-level CEL variables."""
+    return frozenset(n for n in names if _IDENTIFIER.fullmatch(n) and n not in _RESERVED and n not in BUILTIN_VARIABLES)
+
+
+class Program:
+    """A compiled CEL expression, ready to evaluate against sample contexts."""
+
+    def __init__(self, expression: str, compiled: cel.Expression) -> None:
+        self.expression = expression
+        self._compiled = compiled
+        self.uses_json = bool(re.search(r"\bjson\b", expression))
+
+    def evaluate(self, context: Mapping[str, object]) -> CelValue:
+        """Evaluate; an engine error becomes ``CelValue(error=...)``."""
+        try:
+            result = self._compiled.eval(data=context)
+        except Exception as exc:  # the engine raises on conversion problems of inputs
+            return CelValue(error=_clean_runtime_error(str(exc)))
+        if result.type() == cel.Type.ERROR:
+            return CelValue(error=_clean_runtime_error(str(result.plain_value())))
+        return CelValue(value=result.plain_value())
+
+
+def compile_expression(expression: str, property_names: Iterable[str] = ()) -> Program:
+    """Compile ``expression`` for a row with these properties; raise CelError."""
+    return _compile(expression, declarable_properties(property_names))
+
+
+@lru_cache(maxsize=4096)
+def _compile(expression: str, properties: frozenset[str]) -> Program:
+    try:
+        compiled = _environment(properties).compile(expression)
+    except Exception as exc:
+        raise CelError(expression, _clean_compile_error(expression, str(exc))) from None
+    return Program(expression, compiled)
+
+
+@lru_cache(maxsize=256)
+def _environment(properties: frozenset[str]) -> cel.Env:
+    variables = dict(BUILTIN_VARIABLES)
+    variables.update({name: cel.Type.DYN for name in properties})
+    return cel.NewEnv(
+        variables=variables,
+        extensions=[ext_strings.ExtStrings(), ext_math.ExtMath(), ext_optional.ExtOptional()],
+    )
+
+
+def parse_json(text: str) -> object:
+    """Parse JSON keeping ints as ints; ints beyond int64 become doubles."""
+    return jsonlib.loads(text, parse_int=_json_int)
+
+
+def _json_int(digits: str) -> int | float:
+    number = int(digits)
+    return number if _INT64_MIN <= number <= _INT64_MAX else float(number)
+
+
+def _clean_compile_error(expression: str, raw: str) -> str:
+    messages = [f"column {col}: {msg}" for _line, col, msg in _COMPILE_ERROR.findall(raw)]
+    text = "; ".join(dict.fromkeys(messages)) or _STATUS_PREFIX.sub("", raw.splitlines()[0])
+    hint = _reserved_word_hint(expression)
+    return f"{text} ({hint})" if hint else text
+
+
+def _reserved_word_hint(expression: str) -> str | None:
+    match = re.search(r"\.(" + "|".join(sorted(_RESERVED)) + r")\b", expression)
+    if match is None:
+        return None
+    word = match.group(1)
+    return f"'{word}' is a reserved word in CEL: write [\"{word}\"] instead of .{word}"
+
+
+def _clean_runtime_error(raw: str) -> str:
+    key = re.search(r'Key not found in map : "?([^"]*)"?', raw)
+    if key:
+        return f"no such key: {key.group(1)}"
+    missing = re.search(r'No value with name "([^"]+)" found', raw)
+    if missing:
+        return f"no value for '{missing.group(1)}'"
+    overload = re.search(r"No matching overloads found : (.*)", raw)
+    if overload:
+        return f"no matching overload for {overload.group(1)}"
+    return _STATUS_PREFIX.sub("", raw).strip()

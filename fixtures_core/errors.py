@@ -1,0 +1,60 @@
+"""The assay error hierarchy.
+
+    AssayError                 anything assay reports to the user (exit 2)
+    ├── FixtureError           a fixture file is wrong: prints ``path:line: message``
+    ├── CelError               an expression does not compile; carries the expression
+    ├── BaselineError          a saved run cannot serve as a baseline
+    └── UsageError             a command-line option is out of range
+
+Every error renders as one line (``str(error)``) that names where the problem
+is and, where it can, what to do next.
+"""
+
+from __future__ import annotations
+
+
+class AssayError(Exception):
+    """Base of every error assay reports to the user; the CLI exits 2 on it."""
+
+
+class FixtureError(AssayError):
+    """A configuration error in a fixture file, located by path and line."""
+
+    def __init__(self, path: str, line: int, message: str, field: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.message = message
+        where = f"{path}:{line}"
+        text = f"{field}: {message}" if field else message
+        super().__init__(f"{where}: {text}")
+
+
+class CelError(AssayError):
+    """A CEL expression that does not compile."""
+
+    def __init__(self, expression: str, message: str) -> None:
+        self.expression = expression
+        self.message = message
+        super().__init__(message)
+
+
+class BaselineError(AssayError):
+    """A saved run that cannot be used as a baseline (the gate fails closed)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"baseline {path}: {reason}")
+
+
+class UsageError(AssayError):
+    """A command-line option with a value outside its allowed range."""
+
+
+class ValidationFailed(AssayError):
+    """A matrix with one or more configuration errors; nothing was run."""
+
+    def __init__(self, errors: list[FixtureError]) -> None:
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))

@@ -1,0 +1,180 @@
+"""Finalize a run: metric summaries, row-to-row comparisons, repeat statistics, verdict.
+
+Runs once, after every row has finished, because a row's comparison needs its
+baseline row. Metric values go through one pandas DataFrame (a row per sample
+and metric), so aggregation costs the same whether a run has 5 rows or 10,000.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from fixtures_core.metrics import aggregate, regression_percent, threshold_failure
+from fixtures_core.passk import SuiteFigures, group_figures, row_stochastic, suite_figures
+from fixtures_core.results import (
+    MetricComparison,
+    MetricSummary,
+    Outcome,
+    RowResult,
+    Status,
+    combine_outcomes,
+    worst,
+)
+from fixtures_core.spec import MetricSpec, RowSpec
+
+RowListener = Callable[[RowResult], None]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts of a run, and its suite-level repeat statistics."""
+
+    rows: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    samples: int
+    stochastic: SuiteFigures | None = None
+    groups: Mapping[str, Mapping[str, SuiteFigures]] | None = None
+
+    @property
+    def status(self) -> Status:
+        return "ERR" if self.errored else ("FAIL" if self.failed else "PASS")
+
+
+def finalize_rows(
+    specs: Sequence[RowSpec],
+    results: Sequence[RowResult],
+    k: int | None = None,
+    on_row: RowListener | None = None,
+) -> list[RowResult]:
+    """Every row with its metrics, comparisons and repeat statistics, in spec order."""
+    by_id = {r.id: r for r in results}
+    pairs = [(spec, by_id[spec.id]) for spec in specs if spec.id in by_id]
+    table = metric_table(results)
+    summaries = {spec.id: _summaries(spec, row, table) for spec, row in pairs}
+    ids_by_name = {spec.name: spec.id for spec, _row in pairs}
+    finished = []
+    for spec, row in pairs:
+        metrics = {
+            name: _compare(
+                spec, name, summary, summaries.get(ids_by_name.get(_baseline_name(spec, name) or "", ""), {})
+            )
+            for name, summary in summaries[spec.id].items()
+        }
+        done = _with_metrics(row, metrics)
+        if done.status != "SKIP":
+            done = replace(done, stochastic=row_stochastic(done.samples, k, done.name))
+        if on_row is not None:
+            on_row(done)
+        finished.append(done)
+    return finished
+
+
+def summarize(rows: Sequence[RowResult], k: int | None = None, group_by: Sequence[str] = ()) -> Summary:
+    """Counts, suite figures and per-group figures of finalized rows."""
+    return Summary(
+        rows=len(rows),
+        passed=sum(r.status == "PASS" for r in rows),
+        failed=sum(r.status == "FAIL" for r in rows),
+        errored=sum(r.status == "ERR" for r in rows),
+        skipped=sum(r.status == "SKIP" for r in rows),
+        samples=sum(len(r.samples) for r in rows),
+        stochastic=suite_figures(rows, k),
+        groups={prop: group_figures(rows, k, prop) for prop in group_by} or None,
+    )
+
+
+def metric_table(rows: Sequence[RowResult]) -> pd.DataFrame:
+    """One DataFrame row per (row, sample, metric): its value and extraction status."""
+    records = [
+        (row.id, sample.index, name, value.value, value.status)
+        for row in rows
+        for sample in row.samples
+        for name, value in sample.metrics.items()
+    ]
+    return pd.DataFrame.from_records(records, columns=["row", "sample", "metric", "value", "status"])
+
+
+def _summaries(spec: RowSpec, row: RowResult, table: pd.DataFrame) -> dict[str, MetricSummary]:
+    if not spec.metrics or row.status == "SKIP":
+        return {}
+    mine = table[table["row"] == spec.id] if len(table) else table
+    return {
+        m.name: _summary(m, spec.repeat, mine[mine["metric"] == m.name] if len(mine) else mine) for m in spec.metrics
+    }
+
+
+def _summary(metric: MetricSpec, required: int, frame: pd.DataFrame) -> MetricSummary:
+    values = tuple(float(v) for v in frame.loc[frame["status"] == "pass", "value"]) if len(frame) else ()
+    base = dict(unit=metric.unit, aggregate=metric.aggregate, direction=metric.direction, gate=metric.gate,
+                values=values, threshold=metric.threshold)  # fmt: skip
+    value = aggregate(values, metric.aggregate) if values else None
+    if len(frame) and (frame["status"] == "error").any():
+        return MetricSummary(status="error", value=value, error="extraction failed (see samples)", **base)  # type: ignore[arg-type]
+    if len(values) < required:
+        reason = f"{len(values)} of {required} samples gave a value"
+        return MetricSummary(status="not_evaluated", value=value, error=reason, **base)  # type: ignore[arg-type]
+    assert value is not None
+    failure = threshold_failure(value, metric.threshold, metric.unit)
+    return MetricSummary(status="fail" if failure else "pass", value=value, error=failure, **base)  # type: ignore[arg-type]
+
+
+def _baseline_name(spec: RowSpec, metric_name: str) -> str | None:
+    metric = next(m for m in spec.metrics if m.name == metric_name)
+    return None if metric.baseline in (None, spec.name) else metric.baseline
+
+
+def _compare(
+    spec: RowSpec, name: str, summary: MetricSummary, baseline_summaries: Mapping[str, MetricSummary]
+) -> MetricSummary:
+    baseline_name = _baseline_name(spec, name)
+    if baseline_name is None:
+        return summary
+    allowed = summary.threshold.regression_percent
+    other = baseline_summaries.get(name)
+    comparison = _comparison(baseline_name, summary, other, allowed)
+    status = (
+        combine_outcomes([summary.status, comparison.status]) if summary.status != "not_evaluated" else summary.status
+    )
+    error = summary.error if summary.status in ("fail", "error") else comparison.error
+    return replace(summary, comparison=comparison, status=status, error=error)
+
+
+def _comparison(
+    baseline_name: str, summary: MetricSummary, other: MetricSummary | None, allowed: float | None
+) -> MetricComparison:
+    if other is None:
+        return MetricComparison(
+            baseline_name, "not_evaluated", error=f"baseline row '{baseline_name}' is not in this run"
+        )
+    if summary.status not in ("pass", "fail") or other.status not in ("pass", "fail"):
+        side = "this row" if summary.status not in ("pass", "fail") else f"baseline row '{baseline_name}'"
+        return MetricComparison(baseline_name, "not_evaluated", other.value, error=f"{side} has no complete value")
+    assert summary.value is not None and other.value is not None
+    if summary.direction == "none":
+        return MetricComparison(baseline_name, "pass", other.value)
+    try:
+        percent = regression_percent(summary.value, other.value, summary.direction)
+    except ZeroDivisionError as exc:
+        return MetricComparison(baseline_name, "error", other.value, error=str(exc))
+    if allowed is not None and percent > allowed:
+        reason = f"{percent:+.1f}% vs '{baseline_name}' exceeds the allowed {allowed:g}%"
+        return MetricComparison(baseline_name, "fail", other.value, percent, reason)
+    return MetricComparison(baseline_name, "pass", other.value, percent)
+
+
+def _with_metrics(row: RowResult, metrics: dict[str, MetricSummary]) -> RowResult:
+    if not metrics:
+        return row
+    gating: list[Outcome] = [m.status for m in metrics.values() if m.gate]
+    outcome = combine_outcomes(gating)
+    metric_status: Status = {"error": "ERR", "fail": "FAIL"}.get(outcome, "PASS")  # type: ignore[assignment]
+    status = row.status if row.status == "SKIP" else worst(row.status, metric_status)
+    errors = [f"metric {n}: {m.error}" for n, m in metrics.items() if m.gate and m.status in ("fail", "error")]
+    error = row.error or ("; ".join(errors) or None)
+    return replace(row, metrics=metrics, status=status, error=error, outcomes=replace(row.outcomes, metrics=outcome))

@@ -1,0 +1,53 @@
+"""Pure metric arithmetic: aggregates, absolute thresholds, regression percent.
+
+Aggregates follow DESIGN: the median of an even count is the mean of the two
+middle values; p95 is nearest-rank, ``sorted[ceil(0.95 * n) - 1]``, so it is
+always an observed value (as Gavel).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from fixtures_core.spec import Aggregate, Direction, Threshold
+
+
+def aggregate(values: Sequence[float], kind: Aggregate) -> float:
+    """The selected aggregate of a non-empty list of values."""
+    if not values:
+        raise ValueError(f"cannot take the {kind} of no values")
+    if kind == "mean":
+        return math.fsum(values) / len(values)
+    if kind == "median":
+        return float(statistics.median(values))
+    if kind == "min":
+        return float(min(values))
+    if kind == "max":
+        return float(max(values))
+    if kind == "p95":
+        return float(sorted(values)[math.ceil(0.95 * len(values)) - 1])
+    raise ValueError(f"unknown aggregate {kind!r}")
+
+
+def threshold_failure(value: float, threshold: Threshold, unit: str) -> str | None:
+    """Why an aggregate breaks its absolute bounds, or None when it is within them."""
+    if threshold.min is not None and value < threshold.min:
+        return f"{value:g} {unit} is below min {threshold.min:g}"
+    if threshold.max is not None and value > threshold.max:
+        return f"{value:g} {unit} is above max {threshold.max:g}"
+    return None
+
+
+def regression_percent(current: float, baseline: float, direction: Direction) -> float:
+    """Signed worsening in percent (negative is an improvement); a zero baseline is an error."""
+    if baseline == 0:
+        raise ZeroDivisionError(
+            "the baseline value is 0: a relative comparison is undefined (use an absolute threshold)"
+        )
+    if direction == "lower":
+        return (current - baseline) / abs(baseline) * 100.0
+    if direction == "higher":
+        return (baseline - current) / abs(baseline) * 100.0
+    raise ValueError("a regression needs a direction (lower or higher)")

@@ -1,0 +1,147 @@
+"""What a run found: samples, rows with their metric summaries, and outcomes.
+
+``passed`` is defined once, here, and used by every report and by the gate:
+a sample or row passed exactly when its status is PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fixtures_core.spec import Aggregate, Direction, Threshold
+
+Status = Literal["PASS", "FAIL", "ERR", "SKIP"]
+Outcome = Literal["pass", "fail", "error", "not_evaluated"]
+RowClass = Literal["stable-pass", "flaky", "stable-fail"]
+
+# Precedence when statuses combine: ERR > FAIL > PASS.
+_RANK: Mapping[str, int] = {"PASS": 0, "SKIP": 0, "FAIL": 1, "ERR": 2}
+
+
+def worst(*statuses: Status) -> Status:
+    """The status that wins under ERR > FAIL > PASS."""
+    return max(statuses, key=lambda s: _RANK[s], default="PASS")
+
+
+def combine_outcomes(outcomes: list[Outcome]) -> Outcome:
+    """One outcome for many: error > fail > pass; not_evaluated when none was evaluated."""
+    for wanted in ("error", "fail", "pass"):
+        if wanted in outcomes:
+            return wanted
+    return "not_evaluated"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one expectation on one sample."""
+
+    status: Outcome
+    error: str | None = None
+    expression: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """One metric extracted from one sample."""
+
+    status: Outcome
+    value: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One execution of a row's command and what its checks found."""
+
+    index: int
+    status: Status
+    duration_ms: float
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    command: Check
+    assertions: Check | None = None
+    metrics: Mapping[str, MetricValue] = field(default_factory=dict)
+    truncated: bool = False
+    error: str | None = None
+    indeterminate: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """A row metric's aggregate against the same metric of its baseline row."""
+
+    baseline: str
+    status: Outcome
+    baseline_value: float | None = None
+    regression_percent: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """A metric's values over a row's samples, its aggregate and its verdict."""
+
+    unit: str
+    aggregate: Aggregate
+    direction: Direction
+    gate: bool
+    values: tuple[float, ...]
+    status: Outcome
+    value: float | None = None
+    error: str | None = None
+    threshold: Threshold = field(default_factory=Threshold)
+    comparison: MetricComparison | None = None
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """A row's verdict split by kind: command, assertions, metrics."""
+
+    command: Outcome
+    assertions: Outcome
+    metrics: Outcome | None = None
+
+
+@dataclass(frozen=True)
+class Stochastic:
+    """Repeat statistics of one row: pass rate with its interval, pass@k and pass^k."""
+
+    n: int
+    passed: int
+    k: int
+    pass_rate: float | None
+    row_class: RowClass | None
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    pass_rate_interval: tuple[float, float] | None = None
+    withheld: str | None = None
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One logical row, however many samples it ran."""
+
+    id: str
+    file: str
+    name: str
+    line: int
+    status: Status
+    repeat: int
+    command: tuple[str, ...]
+    properties: Mapping[str, object]
+    samples: tuple[SampleResult, ...]
+    outcomes: Outcomes
+    error: str | None = None
+    metrics: Mapping[str, MetricSummary] = field(default_factory=dict)
+    stochastic: Stochastic | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"

@@ -1,0 +1,122 @@
+"""What every engine shares: planning a run, recording evidence, closing it.
+
+An engine (the local thread pool, or the Prefect flow) only decides where
+``rows.run_row`` executes; planning, evidence and the run document are here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fixtures_core.errors import UsageError, ValidationFailed
+from fixtures_core.finalize import finalize_rows, summarize
+from fixtures_core.matrix import load_matrix, select
+from fixtures_core.results import RowResult, SampleResult, Status, worst
+from fixtures_core.rundoc import FixtureResult, RunResult, environment, utc_now
+from fixtures_core.sampling import DEFAULT_CAPTURE_LIMIT
+from fixtures_core.spec import Matrix, RowSpec
+from fixtures_core.store import Store
+from fixtures_core.validate import validate_matrix
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of one run, as the command line or a deployment gives them."""
+
+    paths: tuple[str, ...]
+    out: str = ".assay"
+    filter: str | None = None
+    repeat: int | None = None
+    k: int | None = None
+    group_by: tuple[str, ...] = ()
+    parallel: int = 4
+    label: str | None = None
+    engine: str = "prefect"
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT
+
+    def check(self) -> None:
+        """Raise UsageError for values out of range."""
+        if self.parallel < 1:
+            raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
+        if self.repeat is not None and self.repeat < 1:
+            raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
+        if self.k is not None and self.k < 1:
+            raise UsageError(f"--k must be >= 1, got {self.k}")
+        if self.engine not in ("prefect", "local"):
+            raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
+
+    def recorded(self) -> dict[str, object]:
+        """The options as the run document records them."""
+        return {k: v for k, v in asdict(self).items() if v not in (None, ())}
+
+
+def plan(options: RunOptions) -> Matrix:
+    """Load, validate and select the rows of a run; raise before anything runs."""
+    options.check()
+    matrix = load_matrix(options.paths)
+    errors = validate_matrix(matrix)
+    if errors:
+        raise ValidationFailed(errors)
+    return select(matrix, options.filter, options.repeat)
+
+
+@dataclass
+class Recorder:
+    """Writes evidence as it is produced and keeps what finished, for a partial run."""
+
+    store: Store
+    run_id: str
+    matrix: Matrix
+    started_at: str = field(default_factory=utc_now)
+    _rows: dict[str, RowResult] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
+
+    def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
+        self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
+
+    def on_row(self, row: RowResult) -> None:
+        with self._lock:
+            self._rows[row.id] = row
+        self.store.write_row(self.run_id, self._index[row.id], row)
+
+    def finished_rows(self) -> list[RowResult]:
+        with self._lock:
+            return list(self._rows.values())
+
+
+def complete(recorder: Recorder, options: RunOptions, rows: Sequence[RowResult], error: str | None = None) -> RunResult:
+    """Finalize the rows, build the run document, write it; return it."""
+    matrix = recorder.matrix
+    finished = finalize_rows(matrix.rows, rows, options.k)
+    by_file: dict[str, list[RowResult]] = {f.path: [] for f in matrix.files}
+    for row in finished:
+        by_file[row.file].append(row)
+    summary = summarize(finished, options.k, options.group_by)
+    status: Status = worst(summary.status, "ERR" if error or len(finished) < len(matrix.rows) else "PASS")
+    if error is None and len(finished) < len(matrix.rows):
+        error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
+    run = RunResult(
+        run_id=recorder.run_id,
+        label=options.label,
+        started_at=recorder.started_at,
+        finished_at=utc_now(),
+        status=status,
+        error=error,
+        environment=environment(),
+        options=options.recorded(),
+        fixtures=tuple(FixtureResult(f.path, f.sha256, tuple(by_file[f.path])) for f in matrix.files),
+        summary=summary,
+    )
+    recorder.store.write_run(run)
+    return run
+
+
+def store_for(options: RunOptions) -> Store:
+    """The state folder of a run."""
+    return Store(Path(options.out))

@@ -1,0 +1,152 @@
+"""Run one sample's process: own process group, a deadline, capped capture.
+
+The process runs in a new session so that a timeout or a cancellation can
+kill everything it started. Output beyond the cap is read and dropped (the
+head is kept), so a chatty command can neither block nor exhaust memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_CAPTURE_LIMIT = 1024 * 1024
+_CHUNK = 65536
+_POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What a process did: exit code, captured streams, time, and why it stopped."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_ms: float
+    truncated: bool = False
+    timed_out: bool = False
+    cancelled: bool = False
+    error: str | None = None
+
+
+class ProcessGroups:
+    """The live process groups of a run, so that cancellation can kill them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: set[int] = set()
+        self.cancelled = threading.Event()
+
+    def add(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.add(pgid)
+
+    def discard(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.discard(pgid)
+
+    def cancel(self) -> None:
+        """Mark the run cancelled and kill every live group."""
+        self.cancelled.set()
+        with self._lock:
+            groups = list(self._groups)
+        for pgid in groups:
+            kill_group(pgid)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a whole process group; a group already gone is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def execute(
+    argv: Sequence[str],
+    *,
+    deadline: float,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+    groups: ProcessGroups | None = None,
+) -> Execution:
+    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes."""
+    started = time.monotonic()
+    if groups is not None and groups.cancelled.is_set():
+        return Execution(None, b"", b"", 0.0, cancelled=True, error="cancelled before start")
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return Execution(None, b"", b"", _ms_since(started), error=f"cannot start {argv[0]!r}: {exc.strerror}")
+    if groups is not None:
+        groups.add(process.pid)
+    try:
+        stdout, stderr, truncated, timed_out = _drain(process, deadline, capture_limit)
+        exit_code = process.wait()
+    finally:
+        kill_group(process.pid)  # reap anything the command left running in its group
+        if groups is not None:
+            groups.discard(process.pid)
+    cancelled = groups is not None and groups.cancelled.is_set() and exit_code < 0
+    return Execution(
+        exit_code=None if (timed_out or cancelled) else exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        duration_ms=_ms_since(started),
+        truncated=truncated,
+        timed_out=timed_out,
+        cancelled=cancelled,
+    )
+
+
+def _drain(process: subprocess.Popen[bytes], deadline: float, limit: int) -> tuple[bytes, bytes, bool, bool]:
+    """Read both pipes to EOF, keeping at most ``limit`` bytes of each."""
+    assert process.stdout is not None and process.stderr is not None
+    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    kept = {out_fd: bytearray(), err_fd: bytearray()}
+    truncated = timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for pipe in (process.stdout, process.stderr):
+            selector.register(pipe.fileno(), selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                kill_group(process.pid)
+                deadline = float("inf")  # keep draining what the killed group left in the pipes
+                continue
+            events = selector.select(timeout=min(remaining, _POLL_S))
+            if not events and process.poll() is not None:
+                kill_group(process.pid)  # the leader exited; descendants still hold the pipes
+            for key, _mask in events:
+                chunk = os.read(key.fd, _CHUNK)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                buffer = kept[key.fd]
+                room = limit - len(buffer)
+                if room > 0:
+                    buffer += chunk[:room]
+                if len(chunk) > room:
+                    truncated = True
+    process.stdout.close()
+    process.stderr.close()
+    return bytes(kept[out_fd]), bytes(kept[err_fd]), truncated, timed_out
+
+
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000.0

@@ -1,0 +1,104 @@
+"""What a fixture file declares: rows, their commands, expectations and metrics.
+
+These are the parsed, validated inputs of a run. Results live in ``results``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Aggregate = Literal["mean", "median", "min", "max", "p95"]
+Direction = Literal["lower", "higher", "none"]
+PropertyValue = object  # any YAML scalar or structure; CEL sees it as dyn
+
+AGGREGATES: tuple[Aggregate, ...] = ("mean", "median", "min", "max", "p95")
+DIRECTIONS: tuple[Direction, ...] = ("lower", "higher", "none")
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Limits on a metric's aggregate: absolute bounds and allowed worsening in percent."""
+
+    min: float | None = None
+    max: float | None = None
+    regression_percent: float | None = None
+
+    def is_empty(self) -> bool:
+        return self.min is None and self.max is None and self.regression_percent is None
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One numeric metric extracted from every sample with a CEL expression."""
+
+    name: str
+    extract: str
+    unit: str
+    file: str
+    line: int
+    aggregate: Aggregate = "mean"
+    direction: Direction = "none"
+    baseline: str | None = None
+    threshold: Threshold = field(default_factory=Threshold)
+    gate: bool = True
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What every sample must show: exit code, exact streams, a CEL assertion."""
+
+    exit_code: int = 0
+    stdout: str | None = None
+    stderr: str | None = None
+    cel: str | None = None
+    cel_line: int = 0
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One logical fixture row: a table row or a ``### command:`` block.
+
+    ``argv`` items are templates (``{{ .name }}``) rendered per sample.
+    """
+
+    file: str
+    line: int
+    name: str
+    argv: tuple[str, ...]
+    expect: Expectation
+    properties: Mapping[str, PropertyValue]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    repeat: int = 1
+    metrics: tuple[MetricSpec, ...] = ()
+    skip: str | None = None
+    indeterminate: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Stable identity of a row across runs: file and name."""
+        return f"{self.file}::{self.name}"
+
+
+@dataclass(frozen=True)
+class FixtureFile:
+    """A parsed fixture file and the digest of its bytes."""
+
+    path: str
+    sha256: str
+    rows: tuple[RowSpec, ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Every row of every fixture file of one run."""
+
+    files: tuple[FixtureFile, ...]
+
+    @property
+    def rows(self) -> tuple[RowSpec, ...]:
+        return tuple(row for f in self.files for row in f.rows)

@@ -1,0 +1,96 @@
+"""The state folder (``.assay`` by default): runs, evidence, latest, baselines.
+
+.assay/runs/<run-id>/run.json            the run document (append-only)
+.assay/runs/<run-id>/samples/<row>/<i>.json   evidence, written as samples finish
+.assay/latest.json                       a copy of the newest run document
+.assay/baselines/<name>.json             runs promoted by ``assay bless``
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fixtures_core.errors import BaselineError
+from fixtures_core.results import RowResult, SampleResult
+from fixtures_core.rundoc import RunResult, encode, load_run, to_document, write_json_atomic
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time and a short random suffix."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a row name."""
+    return _UNSAFE.sub("_", text).strip("_") or "row"
+
+
+@dataclass(frozen=True)
+class Store:
+    """Paths and writes under one state folder."""
+
+    root: Path
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / "runs" / run_id
+
+    def run_file(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "run.json"
+
+    @property
+    def latest(self) -> Path:
+        return self.root / "latest.json"
+
+    def baseline_file(self, name: str) -> Path:
+        return self.root / "baselines" / f"{slug(name)}.json"
+
+    def write_sample(self, run_id: str, row_index: int, row_name: str, sample: SampleResult) -> None:
+        """Evidence of one finished sample, written atomically as soon as it exists."""
+        folder = self.run_dir(run_id) / "samples" / f"{row_index:04d}-{slug(row_name)}"
+        write_json_atomic(folder / f"{sample.index}.json", encode(sample))
+
+    def write_row(self, run_id: str, row_index: int, row: RowResult) -> None:
+        """A finalized row, so that a crash in a later row keeps this one."""
+        folder = self.run_dir(run_id) / "samples" / f"{row_index:04d}-{slug(row.name)}"
+        write_json_atomic(folder / "row.json", encode(row))
+
+    def write_run(self, run: RunResult) -> Path:
+        """Write ``run.json`` and refresh ``latest.json``; return the run file."""
+        document = to_document(run)
+        path = self.run_file(run.run_id)
+        write_json_atomic(path, document)
+        write_json_atomic(self.latest, document)
+        return path
+
+    def resolve_run(self, reference: str) -> Path:
+        """A run file from a path, a run id, or a baseline name."""
+        candidates = [Path(reference), self.run_file(reference), self.baseline_file(reference)]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        raise BaselineError(reference, f"no such run file, run id under {self.root}/runs, or baseline name")
+
+    def bless(self, reference: str, name: str) -> Path:
+        """Promote a run to ``baselines/<name>.json`` after checking it loads."""
+        source = self.resolve_run(reference)
+        load_run(source)
+        target = self.baseline_file(name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)
+        return target
+
+    def runs(self) -> list[Path]:
+        """Every saved run file, newest first."""
+        folder = self.root / "runs"
+        if not folder.is_dir():
+            return []
+        return sorted((p / "run.json" for p in folder.iterdir() if (p / "run.json").is_file()), reverse=True)

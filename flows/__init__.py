@@ -1,0 +1,1 @@
+"""Orchestration of assay runs: the local engine, the Prefect flow, the CLI."""

@@ -1,0 +1,176 @@
+"""The assay command line: ``assay run|validate ...`` and ``python -m flows.run PATH...``.
+
+``main(argv) -> int`` wraps pure functions; every AssayError becomes one
+line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Optional
+
+import click
+import typer
+from rich.console import Console
+
+from fixtures_core import report
+from fixtures_core.errors import AssayError, ValidationFailed
+from fixtures_core.matrix import load_matrix
+from fixtures_core.rows import RunSettings
+from fixtures_core.rundoc import RunResult, to_document
+from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
+from fixtures_core.sampling import ProcessGroups
+from fixtures_core.store import new_run_id
+from fixtures_core.validate import validate_matrix
+
+EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class Exit(Exception):
+    """Carry an exit code out of a command without click's own handling."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+@app.command("run")
+def run_command(
+    paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")],
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+    repeat: Annotated[Optional[int], typer.Option("--repeat", help="Override every row's repeat.")] = None,
+    k: Annotated[Optional[int], typer.Option("--k", help="k of pass@k and pass^k (default: each row's n).")] = None,
+    group_by: Annotated[
+        Optional[list[str]], typer.Option("--group-by", help="Suite figures per value of this property.")
+    ] = None,
+    name_filter: Annotated[
+        Optional[str], typer.Option("--filter", help="Only rows whose name matches this glob.")
+    ] = None,
+    parallel: Annotated[int, typer.Option("--parallel", help="Rows run at once.")] = 4,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the run.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
+) -> None:
+    """Run fixture matrices and exit 0 (pass), 1 (fail) or 2 (error)."""
+    options = RunOptions(
+        paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
+        parallel=parallel, label=label, engine=engine,
+    )  # fmt: skip
+    run = execute_run(options)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+    report.render(run, out)
+    raise Exit(EXIT[run.status])
+
+
+def execute_run(options: RunOptions) -> RunResult:
+    """Plan (fail fast on configuration errors), then run on the chosen engine."""
+    matrix = plan(options)
+    run_id = new_run_id()
+    if options.engine == "local":
+        groups = ProcessGroups()
+        with _interrupts_cancel(groups):
+            from flows.local import run_rows_locally
+
+            recorder = Recorder(store_for(options), run_id, matrix)
+            settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
+            rows = run_rows_locally(recorder, settings, groups, options.parallel)
+            error = "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
+            return complete(recorder, options, rows, error)
+    from flows.matrix import GROUPS, run_with_prefect
+
+    with _interrupts_cancel(GROUPS):
+        return run_with_prefect(options, run_id)
+
+
+class _interrupts_cancel:
+    """First SIGINT/SIGTERM cancels the run (its process groups die, the run closes as ERR);
+    a second one stops at once."""
+
+    def __init__(self, groups: ProcessGroups) -> None:
+        self.groups = groups
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.previous[signum] = signal.signal(signum, self._handle)
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.groups.cancelled.is_set():
+            raise KeyboardInterrupt
+        err.print(f"assay: {signal.Signals(signum).name}: cancelling samples (again to stop at once)")
+        self.groups.cancel()
+
+
+@app.command("validate")
+def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
+    """Parse and validate fixtures; run nothing."""
+    matrix = load_matrix(paths)
+    errors = validate_matrix(matrix)
+    if errors:
+        raise ValidationFailed(errors)
+    rows = matrix.rows
+    samples = sum(r.repeat for r in rows if not r.skip)
+    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
+
+
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "history")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` and return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False))
+
+
+def module_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m flows.run PATH...`` means ``assay run PATH...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
+        args = ["run", *args]
+    return main(args)
+
+
+def _invoke(call: Callable[[], object]) -> int:
+    try:
+        call()
+    except Exit as done:
+        return done.code
+    except ValidationFailed as exc:
+        for error in exc.errors:
+            err.print(f"error: {error}", markup=False)
+        return 2
+    except AssayError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return 2
+    except click.exceptions.Abort:
+        err.print("error: aborted")
+        return 2
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except KeyboardInterrupt:
+        err.print("error: interrupted")
+        return 2
+    return 0
+
+
+def cli() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    sys.exit(module_main())
