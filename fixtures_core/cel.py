@@ -57,9 +57,15 @@ _RESERVED = frozenset(
         "null",
     ]
 )
+# Type names the engine already declares: a variable of the same name breaks the environment.
+_TYPE_NAMES = frozenset(
+    ["bool", "bytes", "double", "dyn", "int", "list", "map", "null_type", "optional_type", "string", "type", "uint"]
+)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPILE_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_STATUS_SUFFIX = re.compile(r"\s*\[[A-Z_]+\]$")
+_NO_CONTAINER = " (in container '')"
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,11 @@ class CelValue:
 
 def declarable_properties(names: Iterable[str]) -> frozenset[str]:
     """Property names that can also be top-level CEL variables."""
-    return frozenset(n for n in names if _IDENTIFIER.fullmatch(n) and n not in _RESERVED and n not in BUILTIN_VARIABLES)
+    return frozenset(
+        n
+        for n in names
+        if _IDENTIFIER.fullmatch(n) and n not in _RESERVED and n not in _TYPE_NAMES and n not in BUILTIN_VARIABLES
+    )
 
 
 class Program:
@@ -94,8 +104,14 @@ class Program:
         except Exception as exc:  # the engine raises on conversion problems of inputs
             return CelValue(error=_clean_runtime_error(str(exc)))
         if result.type() == cel.Type.ERROR:
-            return CelValue(error=_clean_runtime_error(str(result.plain_value())))
-        return CelValue(value=result.plain_value())
+            try:
+                return CelValue(error=_clean_runtime_error(str(result.plain_value())))
+            except TypeError:  # an optional value (json.?a.b) reports type ERROR and has no plain value
+                return CelValue(error=_unconvertible(str(result)))
+        try:
+            return CelValue(value=result.plain_value())
+        except TypeError:
+            return CelValue(error=_unconvertible(str(result)))
 
 
 def compile_expression(expression: str, property_names: Iterable[str] = ()) -> Program:
@@ -132,19 +148,36 @@ def _json_int(digits: str) -> int | float:
     return number if _INT64_MIN <= number <= _INT64_MAX else float(number)
 
 
+def _unconvertible(shown: str) -> str:
+    if shown.startswith("optional."):
+        return f"the expression gives an optional value ({shown}): end it with .orValue(DEFAULT) or .value()"
+    return f"the expression gives a value with no plain form: {shown}"
+
+
 def _clean_compile_error(expression: str, raw: str) -> str:
-    messages = [f"column {col}: {msg}" for _line, col, msg in _COMPILE_ERROR.findall(raw)]
-    text = "; ".join(dict.fromkeys(messages)) or _STATUS_PREFIX.sub("", raw.splitlines()[0])
+    multiline = "\n" in expression.strip()
+    messages = [
+        f"{f'line {line}, ' if multiline else ''}column {col}: {_tidy(msg)}"
+        for line, col, msg in _COMPILE_ERROR.findall(raw)
+    ]
+    text = "; ".join(dict.fromkeys(messages)) or _tidy(_STATUS_PREFIX.sub("", (raw.splitlines() or [""])[0]))
     hint = _reserved_word_hint(expression)
     return f"{text} ({hint})" if hint else text
 
 
+def _tidy(message: str) -> str:
+    """Drop the engine's status code and empty-container note from one message."""
+    return _STATUS_SUFFIX.sub("", message).replace(_NO_CONTAINER, "").strip()
+
+
 def _reserved_word_hint(expression: str) -> str | None:
-    match = re.search(r"\.(" + "|".join(sorted(_RESERVED)) + r")\b", expression)
+    words = "|".join(sorted(_RESERVED))
+    ident = r"[A-Za-z_][A-Za-z0-9_]*"
+    match = re.search(rf"({ident}(?:\.\??{ident})*)\.\??({words})\b", expression)
     if match is None:
         return None
-    word = match.group(1)
-    return f"'{word}' is a reserved word in CEL: write [\"{word}\"] instead of .{word}"
+    owner, word = match.group(1), match.group(2)
+    return f"'{word}' is a reserved word in CEL: write {owner}[\"{word}\"] instead of {owner}.{word}"
 
 
 def _clean_runtime_error(raw: str) -> str:
@@ -157,4 +190,6 @@ def _clean_runtime_error(raw: str) -> str:
     overload = re.search(r"No matching overloads found : (.*)", raw)
     if overload:
         return f"no matching overload for {overload.group(1)}"
-    return _STATUS_PREFIX.sub("", raw).strip()
+    if "Applying SELECT to non-message type" in raw:
+        return "cannot select a field: the value is not a map"
+    return _tidy(_STATUS_PREFIX.sub("", raw))

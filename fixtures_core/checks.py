@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from fixtures_core.spec import RowSpec
 
 FILES_LIMIT = 1024 * 1024
 _EXCERPT = 120
+_CEL_TYPES = {bool: "bool", str: "string", bytes: "bytes", bytearray: "bytes", list: "list", dict: "map"}
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,12 @@ def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) ->
             **base,  # type: ignore[arg-type]
         )
     context = _context(row, index, stdout, stderr, execution, tmpdir, programs)
-    assertion = _assert(programs.assertion, context, stdout) if programs.assertion else None
-    metrics = {name: _extract(name, program, context, stdout, index) for name, program in programs.metrics.items()}
-    indeterminate = _indeterminate(programs.indeterminate, context, stdout)
+    not_json = f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
+    if execution.truncated:
+        not_json += " (stdout was cut at the capture limit)"
+    assertion = _assert(programs.assertion, context, not_json) if programs.assertion else None
+    metrics = {name: _extract(name, program, context, not_json, index) for name, program in programs.metrics.items()}
+    indeterminate = _indeterminate(programs.indeterminate, context, not_json)
     errors = [c.error for c in (assertion, indeterminate) if c is not None and c.status == "error"]
     errors += [f"metric {name}: {m.error}" for name, m in metrics.items() if m.status == "error"]
     status: Status = "ERR" if errors else ("FAIL" if assertion is not None and assertion.status == "fail" else "PASS")
@@ -158,6 +163,8 @@ def read_files(root: str, limit: int = FILES_LIMIT) -> dict[str, str]:
         for name in names:
             path = os.path.join(folder, name)
             try:
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    continue  # a FIFO or device would block or never end
                 with open(path, "rb") as handle:
                     data = handle.read(limit)
             except OSError:
@@ -166,15 +173,16 @@ def read_files(root: str, limit: int = FILES_LIMIT) -> dict[str, str]:
     return found
 
 
-def _evaluate(program: Program, context: Mapping[str, object], stdout: str) -> CelValue:
+def _evaluate(program: Program, context: Mapping[str, object], not_json: str) -> CelValue:
+    """Evaluate; ``not_json`` is the message when the expression needs ``json`` and stdout is not JSON."""
     result = program.evaluate(context)
     if result.error == "no value for 'json'":
-        return CelValue(error=f"stdout is not a JSON object or array: {_excerpt(stdout)!r}")
+        return CelValue(error=not_json)
     return result
 
 
-def _assert(program: Program, context: Mapping[str, object], stdout: str) -> Check:
-    result = _evaluate(program, context, stdout)
+def _assert(program: Program, context: Mapping[str, object], not_json: str) -> Check:
+    result = _evaluate(program, context, not_json)
     if result.error is not None:
         return Check("error", result.error, program.expression)
     if not isinstance(result.value, bool):
@@ -182,22 +190,22 @@ def _assert(program: Program, context: Mapping[str, object], stdout: str) -> Che
     return Check("pass" if result.value else "fail", None, program.expression)
 
 
-def _indeterminate(program: Program | None, context: Mapping[str, object], stdout: str) -> Check | None:
+def _indeterminate(program: Program | None, context: Mapping[str, object], not_json: str) -> Check | None:
     if program is None:
         return None
-    result = _assert(program, context, stdout)
+    result = _assert(program, context, not_json)
     if result.status == "error":
         return Check("error", f"indeterminate: {result.error}", program.expression)
     return result
 
 
-def _extract(name: str, program: Program, context: Mapping[str, object], stdout: str, index: int) -> MetricValue:
-    result = _evaluate(program, context, stdout)
+def _extract(name: str, program: Program, context: Mapping[str, object], not_json: str, index: int) -> MetricValue:
+    result = _evaluate(program, context, not_json)
     if result.error is not None:
         return MetricValue("error", error=f"sample {index}: {program.expression} failed: {result.error}")
     value = result.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        shown = "null" if value is None else f"{type(value).__name__} {value!r}"
+        shown = "null" if value is None else f"{_CEL_TYPES.get(type(value), type(value).__name__)} {value!r}"
         return MetricValue("error", error=f"sample {index}: {program.expression} gave {shown}, not a number")
     if not math.isfinite(value):
         return MetricValue("error", error=f"sample {index}: {program.expression} gave {value}, not a finite number")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Mapping
 from typing import cast
 
@@ -84,15 +85,16 @@ def read_skip(value: object) -> str | None:
 
 
 def reject_near_misses(keys: Mapping[str, int], known: tuple[str, ...], path: str) -> None:
-    """A key one typo away from a known key is almost surely a mistake, not a property."""
+    """A key one typo (or only letter case) away from a known key is almost surely a mistake, not a property."""
+    by_lower = {k.lower(): k for k in known}
     for key, line in keys.items():
         if key in known:
             continue
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
-        if close and key.lower() != close[0].lower():
-            raise FixtureError(path, line, f"unknown key '{key}' (did you mean '{close[0]}'?)", key)
+        if key.lower() in by_lower:
+            raise FixtureError(path, line, f"unknown key '{key}': the key is spelled '{by_lower[key.lower()]}'", key)
+        close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.8)
         if close:
-            raise FixtureError(path, line, f"unknown key '{key}': the key is spelled '{close[0]}'", key)
+            raise FixtureError(path, line, f"unknown key '{key}' (did you mean '{by_lower[close[0]]}'?)", key)
 
 
 METRIC_KEYS = ("name", "extract", "unit", "aggregate", "direction", "baseline", "threshold", "gate")
@@ -173,12 +175,15 @@ def _finite(value: object, where: Where, field: str) -> float:
     return float(value)
 
 
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def _whole_number(value: object, allow_negative: bool = False) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
         number = int(value.strip())
     else:
         return None

@@ -6,23 +6,27 @@ import math
 import re
 
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_SECONDS = re.compile(r"[0-9]+")
+_EXPECTED = "expected a duration such as 90s, 20m or 1h30m"
 
 
 def parse_duration(value: object) -> float:
     """Return seconds for a duration value; raise ValueError with the accepted forms."""
     if isinstance(value, bool):
-        raise ValueError(f"expected a duration such as 90s, 20m or 1h30m, got {value!r}")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and value.strip().isdigit():
+        raise ValueError(f"{_EXPECTED}, got {value!r}")
+    if isinstance(value, int):
+        seconds = float(value) if abs(value) < 2**63 else math.inf  # float() of a huge int overflows
+    elif isinstance(value, float):
+        seconds = value
+    elif isinstance(value, str) and _SECONDS.fullmatch(value.strip()):
         seconds = float(value.strip())
     elif isinstance(value, str):
         seconds = _parse_go_duration(value.strip())
     else:
-        raise ValueError(f"expected a duration such as 90s, 20m or 1h30m, got {value!r}")
+        raise ValueError(f"{_EXPECTED}, got {value!r}")
     if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"a duration must be positive, got {value!r}")
+        raise ValueError(f"a duration must be positive and finite, got {value!r}")
     return seconds
 
 
@@ -31,11 +35,11 @@ def _parse_go_duration(text: str) -> float:
     while pos < len(text):
         match = _PART.match(text, pos)
         if match is None:
-            raise ValueError(f"expected a duration such as 90s, 20m or 1h30m, got {text!r}")
+            raise ValueError(f"{_EXPECTED}, got {text!r}")
         total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         pos = match.end()
     if not text:
-        raise ValueError("expected a duration such as 90s, 20m or 1h30m, got an empty value")
+        raise ValueError(f"{_EXPECTED}, got an empty value")
     return total
 
 

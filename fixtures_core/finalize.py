@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from fixtures_core.metrics import aggregate, regression_percent, threshold_failure
+from fixtures_core.metrics import aggregate, beyond, regression_percent, threshold_failure
 from fixtures_core.passk import SuiteFigures, group_figures, row_stochastic, suite_figures
 from fixtures_core.results import (
     MetricComparison,
@@ -57,14 +57,11 @@ def finalize_rows(
     pairs = [(spec, by_id[spec.id]) for spec in specs if spec.id in by_id]
     table = metric_table(results)
     summaries = {spec.id: _summaries(spec, row, table) for spec, row in pairs}
-    ids_by_name = {spec.name: spec.id for spec, _row in pairs}
+    rows_by_name = {spec.name: row for spec, row in pairs}
     finished = []
     for spec, row in pairs:
         metrics = {
-            name: _compare(
-                spec, name, summary, summaries.get(ids_by_name.get(_baseline_name(spec, name) or "", ""), {})
-            )
-            for name, summary in summaries[spec.id].items()
+            name: _compare(spec, name, summary, summaries, rows_by_name) for name, summary in summaries[spec.id].items()
         }
         done = _with_metrics(row, metrics)
         if done.status != "SKIP":
@@ -130,14 +127,28 @@ def _baseline_name(spec: RowSpec, metric_name: str) -> str | None:
 
 
 def _compare(
-    spec: RowSpec, name: str, summary: MetricSummary, baseline_summaries: Mapping[str, MetricSummary]
+    spec: RowSpec,
+    name: str,
+    summary: MetricSummary,
+    summaries: Mapping[str, Mapping[str, MetricSummary]],
+    rows_by_name: Mapping[str, RowResult],
 ) -> MetricSummary:
     baseline_name = _baseline_name(spec, name)
     if baseline_name is None:
         return summary
     allowed = summary.threshold.regression_percent
-    other = baseline_summaries.get(name)
-    comparison = _comparison(baseline_name, summary, other, allowed)
+    baseline_row = rows_by_name.get(baseline_name)
+    other = summaries.get(baseline_row.id, {}).get(name) if baseline_row is not None else None
+    if other is None:
+        if baseline_row is None:
+            missing = f"baseline row '{baseline_name}' is not in this run"
+        elif baseline_row.status == "SKIP":
+            missing = f"baseline row '{baseline_name}' was skipped"
+        else:
+            missing = f"baseline row '{baseline_name}' has no metric '{name}'"
+        comparison = MetricComparison(baseline_name, "not_evaluated", error=missing)
+    else:
+        comparison = _comparison(baseline_name, summary, other, allowed)
     status = (
         combine_outcomes([summary.status, comparison.status]) if summary.status != "not_evaluated" else summary.status
     )
@@ -146,12 +157,8 @@ def _compare(
 
 
 def _comparison(
-    baseline_name: str, summary: MetricSummary, other: MetricSummary | None, allowed: float | None
+    baseline_name: str, summary: MetricSummary, other: MetricSummary, allowed: float | None
 ) -> MetricComparison:
-    if other is None:
-        return MetricComparison(
-            baseline_name, "not_evaluated", error=f"baseline row '{baseline_name}' is not in this run"
-        )
     if summary.status not in ("pass", "fail") or other.status not in ("pass", "fail"):
         side = "this row" if summary.status not in ("pass", "fail") else f"baseline row '{baseline_name}'"
         return MetricComparison(baseline_name, "not_evaluated", other.value, error=f"{side} has no complete value")
@@ -162,7 +169,7 @@ def _comparison(
         percent = regression_percent(summary.value, other.value, summary.direction)
     except ZeroDivisionError as exc:
         return MetricComparison(baseline_name, "error", other.value, error=str(exc))
-    if allowed is not None and percent > allowed:
+    if allowed is not None and beyond(percent, allowed):
         reason = f"{percent:+.1f}% vs '{baseline_name}' exceeds the allowed {allowed:g}%"
         return MetricComparison(baseline_name, "fail", other.value, percent, reason)
     return MetricComparison(baseline_name, "pass", other.value, percent)

@@ -13,19 +13,32 @@ from fixtures_core.spec import Matrix
 
 
 def fixture_paths(paths: Sequence[str]) -> list[Path]:
-    """Fixture files named directly, or every ``*.md`` below a named folder (sorted)."""
+    """Fixture files named directly, or every ``*.md`` below a named folder (sorted).
+
+    Hidden folders below a named folder (``.git``, ``.venv``, ``.assay``) are not searched,
+    and a file reached twice (named and inside a named folder) is read once.
+    """
     found: list[Path] = []
     for text in paths:
         path = Path(text)
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.md") if p.is_file()))
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*.md")
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1])
+                )
+            )
         elif path.exists():
             found.append(path)
         else:
             raise FixtureError(text, 0, "no such fixture file or folder")
     if not found:
         raise UsageError(f"no fixture files found in {', '.join(paths)}")
-    return found
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
 def load_matrix(paths: Sequence[str]) -> Matrix:
@@ -35,6 +48,8 @@ def load_matrix(paths: Sequence[str]) -> Matrix:
 
 def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = None) -> Matrix:
     """Keep rows whose name matches ``name_glob``; override every row's repeat."""
+    if repeat is not None and repeat < 1:
+        raise UsageError(f"--repeat must be a whole number >= 1, got {repeat}")
     files = []
     for fixture in matrix.files:
         rows = [r for r in fixture.rows if name_glob is None or fnmatch.fnmatchcase(r.name, name_glob)]

@@ -3,6 +3,11 @@
 Aggregates follow DESIGN: the median of an even count is the mean of the two
 middle values; p95 is nearest-rank, ``sorted[ceil(0.95 * n) - 1]``, so it is
 always an observed value (as Gavel).
+
+Limits are compared with a relative tolerance of ``1e-9``: a mean of three
+samples of 0.1 is 0.10000000000000002 in binary floating point, and must not
+break ``max: 0.1``; nor may 1.2 -> 1.5 (``+25.000000000000007%``) break
+``regressionPercent: 25``.
 """
 
 from __future__ import annotations
@@ -31,11 +36,19 @@ def aggregate(values: Sequence[float], kind: Aggregate) -> float:
     raise ValueError(f"unknown aggregate {kind!r}")
 
 
+_REL_TOL = 1e-9
+
+
+def beyond(value: float, limit: float) -> bool:
+    """``value > limit`` beyond floating-point noise."""
+    return value > limit and not math.isclose(value, limit, rel_tol=_REL_TOL)
+
+
 def threshold_failure(value: float, threshold: Threshold, unit: str) -> str | None:
     """Why an aggregate breaks its absolute bounds, or None when it is within them."""
-    if threshold.min is not None and value < threshold.min:
+    if threshold.min is not None and beyond(threshold.min, value):
         return f"{value:g} {unit} is below min {threshold.min:g}"
-    if threshold.max is not None and value > threshold.max:
+    if threshold.max is not None and beyond(value, threshold.max):
         return f"{value:g} {unit} is above max {threshold.max:g}"
     return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -66,6 +67,12 @@ INTERPRETERS: Mapping[str, tuple[str, ...]] = {
 }
 _SHELL_CHARS = frozenset(" \t|&;<>()$`*?[]{}~'\"\n")
 _GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+_GO_OS = {"linux2": "linux", "win32": "windows", "cygwin": "windows"}
+_NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks markdown-it knows, so line numbers agree with its token maps
+_CELL_PIPE = re.compile(r"(?<!\\)\|")  # a pipe not preceded by a backslash separates cells, as markdown-it splits
+_QUOTE_MARKERS = re.compile(r"^\s*(?:>\s?)*")
+_DELIMITER_ROW = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?$")
+_TEMPLATE_ACTION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
 
 
@@ -94,15 +101,16 @@ def parse_file(path: str | Path) -> FixtureFile:
     except OSError as exc:
         raise FixtureError(display, 0, f"cannot read fixture file: {exc.strerror}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark must not hide the frontmatter
     except UnicodeDecodeError as exc:
-        raise FixtureError(display, 1, f"not UTF-8 text (byte {exc.start})") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise FixtureError(display, line, f"not UTF-8 text (byte {exc.start})") from None
     return FixtureFile(path=display, sha256=hashlib.sha256(data).hexdigest(), rows=parse_text(text, display))
 
 
 def parse_text(text: str, path: str) -> tuple[RowSpec, ...]:
     """Parse fixture Markdown into rows, in file order."""
-    lines = text.splitlines()
+    lines = _NEWLINE.split(text.removeprefix("\ufeff"))
     defaults, body_start = _read_frontmatter(lines, path)
     body = "\n".join(lines[body_start:])
     tokens = _MARKDOWN.parse(body)
@@ -117,8 +125,10 @@ def parse_text(text: str, path: str) -> tuple[RowSpec, ...]:
         elif token.type == "heading_open" and _block_name(tokens[index + 1]) is not None:
             end = _block_end(tokens, index + 3)
             rows.append(_block_row(tokens[index:end], body_start, defaults, path))
-            index = end
+            index += 3  # tables inside the block are still fixture tables: keep scanning its tokens
         else:
+            if token.type in ("paragraph_open", "heading_open"):
+                _reject_broken_table(token, lines, body_start, path)
             index += 1
     return tuple(rows)
 
@@ -127,6 +137,7 @@ def parse_text(text: str, path: str) -> tuple[RowSpec, ...]:
 
 
 def _read_frontmatter(lines: list[str], path: str) -> tuple[_Defaults, int]:
+    """The file's defaults and the index of the first body line."""
     if not lines or lines[0].strip() != "---":
         return _Defaults(), 0
     for end in range(1, len(lines)):
@@ -142,6 +153,9 @@ def _defaults_from(
     data: dict[str, object], key_lines: dict[str, int], item_lines: dict[str, list[int]], path: str
 ) -> _Defaults:
     reject_near_misses(key_lines, FRONTMATTER_KEYS, path)
+    if "metrics" in data and "measurements" in data:
+        line = max(key_lines.get("metrics", 1), key_lines.get("measurements", 1))
+        raise FixtureError(path, line, "set metrics or its alias measurements, not both", "measurements")
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))
@@ -194,7 +208,7 @@ def _platform_skip(data: Mapping[str, object], at: Callable[[str], Where]) -> st
     wanted_os = data.get("os")
     if wanted_os is not None:
         allowed = [s.lower() for s in read_string_list(wanted_os, at("os"), "os")]
-        current = sys.platform if sys.platform != "linux2" else "linux"
+        current = _GO_OS.get(sys.platform, sys.platform)  # Go names, as Gavel fixtures write them
         if current not in allowed:
             return f"os {current} is not in {', '.join(allowed)}"
     wanted_arch = data.get("arch")
@@ -226,9 +240,12 @@ def _yaml_mapping(
     key_lines: dict[str, int] = {}
     item_lines: dict[str, list[int]] = {}
     for key_node, value_node in node.value:
-        key_lines[str(key_node.value)] = first_line + key_node.start_mark.line
+        key, line = str(key_node.value), first_line + key_node.start_mark.line
+        if key in key_lines:
+            raise FixtureError(path, line, f"duplicate key '{key}' in {what} (first at line {key_lines[key]})", key)
+        key_lines[key] = line
         if isinstance(value_node, yaml.SequenceNode):
-            item_lines[str(key_node.value)] = [first_line + item.start_mark.line for item in value_node.value]
+            item_lines[key] = [first_line + item.start_mark.line for item in value_node.value]
     return {str(k): v for k, v in data.items()}, key_lines, item_lines
 
 
@@ -240,19 +257,32 @@ def _table_rows(tokens: list[Token], lines: list[str], offset: int, defaults: _D
     keys = [COLUMNS.get(" ".join(h.lower().split()), "") for h in header]
     if "name" not in keys:
         return []  # a documentation table, not a fixture table
+    _reject_duplicate_columns(header, keys, Where(path, offset + header_line + 1))
     header_cells = len(_split_raw_row(lines[offset + header_line]))
     rows = []
     for line0, cells in _body_rows(tokens):
         line = offset + line0 + 1
-        raw_count = len(_split_raw_row(lines[offset + line0]))
+        raw = lines[offset + line0]
+        raw_count = len(_split_raw_row(raw))
         if raw_count != header_cells:
-            raise FixtureError(path, line, f"table row has {raw_count} cells but the header has {header_cells}")
+            hint = "" if "|" in raw else " (a table ends at a blank line: add one if this line is not a row)"
+            raise FixtureError(path, line, f"table row has {raw_count} cells but the header has {header_cells}{hint}")
         rows.append(
             _table_row(
                 dict(zip(header, cells, strict=True)), dict(zip(header, keys, strict=True)), line, defaults, path
             )
         )
     return rows
+
+
+def _reject_duplicate_columns(header: list[str], keys: list[str], where: Where) -> None:
+    """Two columns that set the same thing would silently hide one of them."""
+    seen: dict[str, str] = {}
+    for title, key in zip(header, keys, strict=True):
+        identity = key or f"property {title.strip().lower()}"
+        if identity in seen:
+            raise where.error(title, f"columns '{seen[identity]}' and '{title}' set the same value: keep one")
+        seen[identity] = title
 
 
 def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, defaults: _Defaults, path: str) -> RowSpec:
@@ -302,10 +332,14 @@ def _table_argv(cell: str | None, default: str | None, args: tuple[str, ...], wh
 
 
 def _split_args(text: str, where: Where) -> list[str]:
+    """Split an Args cell like a shell would, keeping each ``{{ .name }}`` action whole."""
+    actions = _TEMPLATE_ACTION.findall(text)
+    masked = _TEMPLATE_ACTION.sub(lambda m: f"\x00{actions.index(m.group(0))}\x00", text)
     try:
-        return shlex.split(text)
+        words = shlex.split(masked)
     except ValueError as exc:
         raise where.error("Args", f"cannot split arguments ({exc})") from None
+    return [re.sub("\x00([0-9]+)\x00", lambda m: actions[int(m.group(1))], word) for word in words]
 
 
 def _first_row(tokens: list[Token]) -> tuple[int, list[str]]:
@@ -346,27 +380,33 @@ def _cell_text(content: str) -> str:
 
 
 def _split_raw_row(line: str) -> list[str]:
-    """Split a raw table line on unescaped pipes, as GFM counts cells."""
-    text = line.strip()
-    cells, current, escaped = [], "", False
-    for char in text:
-        if escaped:
-            current += char
-            escaped = False
-        elif char == "\\":
-            current += char
-            escaped = True
-        elif char == "|":
-            cells.append(current)
-            current = ""
-        else:
-            current += char
-    cells.append(current)
-    if text.startswith("|"):
+    """Split a raw table line into cells exactly as markdown-it does (a pipe after a backslash is text)."""
+    text = _QUOTE_MARKERS.sub("", line).strip()
+    cells = _CELL_PIPE.split(text)
+    if cells and cells[0] == "":
         cells = cells[1:]
-    if text.endswith("|") and not text.endswith("\\|"):
+    if cells and cells[-1] == "":
         cells = cells[:-1]
     return cells
+
+
+def _reject_broken_table(token: Token, lines: list[str], offset: int, path: str) -> None:
+    """A fixture table whose delimiter row has the wrong cell count is not a table to markdown-it: say so."""
+    if token.map is None:
+        return
+    start, end = token.map
+    for line0 in range(start, min(end, len(lines) - offset) - 1):
+        header, delimiter = lines[offset + line0], lines[offset + line0 + 1].strip()
+        if "|" not in header or not _DELIMITER_ROW.match(delimiter):
+            continue
+        titles = [" ".join(c.lower().split()) for c in _split_raw_row(header)]
+        if "name" in titles:
+            raise FixtureError(
+                path,
+                offset + line0 + 1,
+                f"table header has {len(titles)} cells but the delimiter row below it has "
+                f"{len(_split_raw_row(delimiter))}: the table is not read until they match",
+            )
 
 
 def _closing(tokens: list[Token], start: int, kind: str) -> int:
@@ -403,15 +443,28 @@ def _block_row(tokens: list[Token], offset: int, defaults: _Defaults, path: str)
     if not name:
         raise where.error("command", "a command block needs a name (### command: NAME)")
     config: Mapping[str, object] = {}
+    config_line: int | None = None
+    key_lines: dict[str, int] = {}
     settings = defaults
     script: tuple[str, str, int] | None = None
     validations: list[str] = []
-    for token in tokens[3:]:
+    for position, token in enumerate(tokens):
+        if position < 3:
+            continue  # the heading itself
         token_line = offset + (token.map[0] if token.map else 0) + 1
         language = token.info.strip().split()[0].lower() if token.type == "fence" and token.info.strip() else ""
-        if token.type == "fence" and language in ("yaml", "yml") and not config:
+        if token.type == "fence" and language in ("yaml", "yml") and language not in defaults.code_blocks:
+            if config_line is not None:
+                raise FixtureError(
+                    path, token_line, f"command block '{name}' has a second yaml fence (first at line {config_line})"
+                )
+            config_line = token_line
             config, key_lines, item_lines = _yaml_mapping(token.content, path, token_line + 1, "command yaml")
             reject_near_misses(key_lines, BLOCK_KEYS, path)
+            if "metrics" in config and "measurements" in config:
+                raise FixtureError(
+                    path, key_lines["measurements"], "set metrics or its alias, not both", "measurements"
+                )
             settings = _apply_common(defaults, config, key_lines, item_lines, path)
             settings = replace(settings, properties={**defaults.properties, **_block_properties(config)})
             block_skip = read_skip(config.get("skip"))
@@ -421,7 +474,7 @@ def _block_row(tokens: list[Token], offset: int, defaults: _Defaults, path: str)
             if script is not None:
                 raise FixtureError(path, token_line, f"command block '{name}' has more than one script fence")
             script = (language, token.content, token_line)
-        elif token.type == "inline" and _in_list_item(tokens, token):
+        elif token.type == "inline" and position >= 2 and tokens[position - 2].type == "list_item_open":
             validations.append(_validation(token.content, Where(path, token_line)))
     if script is None:
         allowed = ", ".join(defaults.code_blocks)
@@ -431,15 +484,19 @@ def _block_row(tokens: list[Token], offset: int, defaults: _Defaults, path: str)
     if interpreter is None:
         raise where.error("codeBlocks", f"no interpreter known for '{language}' (known: {', '.join(INTERPRETERS)})")
     cel = " && ".join(f"({v})" for v in validations) if len(validations) > 1 else next(iter(validations), None)
+
+    def at(key: str) -> Where:
+        return Where(path, key_lines.get(key, line))
+
     return RowSpec(
         file=path,
         line=line,
         name=name,
         argv=(*interpreter, body),
         expect=Expectation(
-            exit_code=read_exit_code(config["exitCode"], where) if "exitCode" in config else 0,
-            stdout=read_string(config["stdout"], where, "stdout") if "stdout" in config else None,
-            stderr=read_string(config["stderr"], where, "stderr") if "stderr" in config else None,
+            exit_code=read_exit_code(config["exitCode"], at("exitCode")) if "exitCode" in config else 0,
+            stdout=read_string(config["stdout"], at("stdout"), "stdout") if "stdout" in config else None,
+            stderr=read_string(config["stderr"], at("stderr"), "stderr") if "stderr" in config else None,
             cel=cel,
             cel_line=line,
         ),
@@ -458,17 +515,10 @@ def _block_properties(config: Mapping[str, object]) -> dict[str, PropertyValue]:
     return {k: v for k, v in config.items() if k not in BLOCK_KEYS}
 
 
-def _in_list_item(tokens: list[Token], inline: Token) -> bool:
-    position = tokens.index(inline)
-    return position >= 2 and tokens[position - 2].type == "list_item_open"
-
-
 def _validation(text: str, where: Where) -> str:
     """Turn one validation bullet into a CEL expression."""
     kind, _, value = text.strip().partition(":")
-    kind, value = kind.strip().lower(), value.strip()
-    if value.startswith("`") and value.endswith("`") and len(value) > 1:
-        value = value.strip("`").strip()
+    kind, value = kind.strip().lower(), _cell_text(value)
     if not _ or not value:
         raise where.error(
             "validation", f"expected 'cel: EXPR', 'contains: TEXT', 'regex: PATTERN' or 'not: ...', got {text!r}"
@@ -485,5 +535,5 @@ def _validation(text: str, where: Where) -> str:
 
 
 def _cel_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"'

@@ -7,15 +7,18 @@ and the run's ``status`` are the one definition).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fixtures_core.baseline import Comparison, render_comparison
+from fixtures_core.errors import BaselineError
 from fixtures_core.passk import SuiteFigures
 from fixtures_core.results import MetricSummary, RowResult
-from fixtures_core.rundoc import RunResult
+from fixtures_core.rundoc import RunResult, load_run
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _EXCERPT_LINES = 4
@@ -31,30 +34,75 @@ def median_duration_ms(row: RowResult) -> float | None:
 def render(run: RunResult, console: Console) -> None:
     """Print the whole terminal report of a run."""
     console.print(rows_table(run))
+    metrics = metrics_table(run)
+    if metrics is not None:
+        console.print(metrics)
     for row in run.rows:
         if row.status in ("FAIL", "ERR"):
             render_failure(row, console)
     render_suite(run, console)
+    if run.comparison is not None:
+        console.print()
+        render_comparison_lines(run.comparison, console)
+    elif run.options.get("baseline") and run.status == "ERR":
+        console.print("\nno comparison with the baseline: the run itself errored", style="magenta")
     console.print(verdict_line(run))
 
 
 def rows_table(run: RunResult) -> Table:
-    """One line per row: status, samples, median time, pass@k, pass^k, metrics."""
-    with_metrics = any(r.metrics for r in run.rows)
+    """One line per row: status, samples passed, median time, pass@k, pass^k."""
     k_label = _k_label(run)
     table = Table(title=f"assay run {run.run_id}" + (f" [{run.label}]" if run.label else ""), title_justify="left")
-    for name, justify in (("row", "left"), ("status", "left"), ("passed", "right"), ("median", "right"),
-                          (f"pass@{k_label}", "right"), (f"pass^{k_label}", "right")):  # fmt: skip
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    if with_metrics:
-        table.add_column("metrics")
+    table.add_column("row")
+    table.add_column("status")
+    for name in ("passed", "median", f"pass@{k_label}", f"pass^{k_label}"):
+        table.add_column(name, justify="right")
     for row in run.rows:
-        cells: list[Text | str] = [row.name, _status_text(row), _passed_cell(row), _duration(median_duration_ms(row)),
-                                   *_passk_cells(row)]  # fmt: skip
-        if with_metrics:
-            cells.append(_metrics_cell(row.metrics))
-        table.add_row(*cells)
+        median = _duration(median_duration_ms(row))
+        table.add_row(row.name, _status_text(row), _passed_cell(row), median, *_passk_cells(row))
     return table
+
+
+def metrics_table(run: RunResult) -> Table | None:
+    """One line per row and metric: aggregate, baseline row value, signed regression."""
+    if not any(r.metrics for r in run.rows):
+        return None
+    table = Table(title="metrics", title_justify="left")
+    table.add_column("row")
+    table.add_column("metric")
+    for name in ("value", "baseline", "Δ%"):
+        table.add_column(name, justify="right")
+    table.add_column("")
+    for row in run.rows:
+        for name, metric in row.metrics.items():
+            table.add_row(row.name, f"{name} ({metric.aggregate})", *_metric_cells(metric))
+    return table
+
+
+def _metric_cells(metric: MetricSummary) -> list[Text | str]:
+    value = "-" if metric.value is None else f"{metric.value:.4g} {metric.unit}"
+    comparison = metric.comparison
+    baseline = delta = ""
+    if comparison is not None:
+        baseline = (
+            f"{comparison.baseline_value:.4g} ({comparison.baseline})"
+            if comparison.baseline_value is not None
+            else comparison.baseline
+        )
+        delta = f"{comparison.regression_percent:+.1f}%" if comparison.regression_percent is not None else "-"
+    return [value, baseline, delta, _metric_mark(metric)]
+
+
+def _metric_mark(metric: MetricSummary) -> Text:
+    if not metric.gate:
+        return Text("informational", style="dim")
+    if metric.status == "fail":
+        return Text("✗ " + (metric.error or "failed"), style="red")
+    if metric.status == "error":
+        return Text("error: " + (metric.error or ""), style="magenta")
+    if metric.status == "not_evaluated":
+        return Text("not evaluated" + (f": {metric.error}" if metric.error else ""), style="dim")
+    return Text("ok", style="green")
 
 
 def _k_label(run: RunResult) -> str:
@@ -95,27 +143,6 @@ def _duration(ms: float | None) -> str:
     if ms is None:
         return "-"
     return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
-
-
-def _metrics_cell(metrics: Mapping[str, MetricSummary]) -> Text:
-    text = Text()
-    for index, (name, metric) in enumerate(metrics.items()):
-        if index:
-            text.append("\n")
-        style = {"fail": "red", "error": "magenta"}.get(metric.status, "")
-        value = "-" if metric.value is None else f"{metric.value:.4g}"
-        line = f"{name} {metric.aggregate}={value} {metric.unit}"
-        comparison = metric.comparison
-        if comparison is not None and comparison.baseline_value is not None:
-            line += f" vs {comparison.baseline_value:.4g}"
-            if comparison.regression_percent is not None:
-                line += f" ({comparison.regression_percent:+.1f}%)"
-        if metric.status in ("fail", "error"):
-            line += " ✗" if metric.gate else " (informational)"
-        elif metric.status == "not_evaluated":
-            line += " (not evaluated)"
-        text.append(line, style=style if metric.gate else "dim")
-    return text
 
 
 def render_failure(row: RowResult, console: Console) -> None:
@@ -171,8 +198,10 @@ def verdict_line(run: RunResult) -> Text:
     """The last line: the run's status and counts."""
     s = run.summary
     counts = f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
-    text = Text(f"\n{run.status}", style=_STYLE[run.status] + " bold")
+    text = Text(f"\n{run.verdict}", style=_STYLE[run.verdict] + " bold")
     text.append(f"  {counts}")
+    if run.comparison is not None:
+        text.append("; regression against the baseline" if run.comparison.regressed else "; no regression")
     if run.error:
         text.append(f"\nerror: {run.error}", style="magenta")
     return text
@@ -183,10 +212,38 @@ def markdown(run: RunResult) -> str:
     lines = [f"# assay run `{run.run_id}`: **{run.status}**", "", "| row | status | passed | median | metrics |",
              "|---|---|---:|---:|---|"]  # fmt: skip
     for row in run.rows:
-        metrics = "; ".join(_metrics_cell({n: m}).plain for n, m in row.metrics.items())
+        metrics = "; ".join(
+            f"{n} {m.aggregate}={'-' if m.value is None else f'{m.value:.4g}'} {m.unit} {_metric_mark(m).plain}"
+            for n, m in row.metrics.items()
+        )
         lines.append(
             f"| {row.name} | {row.status} | {_passed_cell(row)} | {_duration(median_duration_ms(row))} | {metrics} |"
         )
     s = run.summary
     lines += ["", f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"]
     return "\n".join(lines)
+
+
+def render_comparison_lines(comparison: Comparison, console: Console) -> None:
+    """The baseline comparison: gating lines (``!``) red, informational (``·``) dim."""
+    for line in render_comparison(comparison):
+        style = "red" if line.startswith("!") else "dim" if line.startswith("·") else None
+        console.print(Text(line, style=style or ""))
+
+
+def render_history(run_files: Sequence[Path], console: Console) -> None:
+    """Saved runs, newest first: id, label, date, verdict, rows, pass rate."""
+    table = Table(title="assay history", title_justify="left")
+    for name in ("run", "label", "started", "verdict", "rows", "pass rate"):
+        table.add_column(name, justify="right" if name in ("rows", "pass rate") else "left")
+    for path in run_files:
+        try:
+            run = load_run(path)
+        except BaselineError as exc:
+            table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", str(exc.reason))
+            continue
+        counted = run.summary.rows - run.summary.skipped
+        rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
+        verdict = Text(run.verdict, style=_STYLE[run.verdict])
+        table.add_row(run.run_id, run.label or "", run.started_at, verdict, str(run.summary.rows), rate)
+    console.print(table)

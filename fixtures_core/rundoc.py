@@ -22,13 +22,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from fixtures_core.baseline import Comparison
 from fixtures_core.errors import BaselineError
 from fixtures_core.finalize import Summary
 from fixtures_core.results import RowResult, Status
 
 SCHEMA = "assay.run/v1"
 # Field names that differ in JSON (Python keywords or clearer names).
-_JSON_NAMES = {"row_class": "class"}
+_JSON_NAMES = {"row_class": "class", "before": "from", "after": "to"}
 _PY_NAMES = {v: k for k, v in _JSON_NAMES.items()}
 
 
@@ -55,11 +56,19 @@ class RunResult:
     error: str | None = None
     environment: Mapping[str, object] = field(default_factory=dict)
     options: Mapping[str, object] = field(default_factory=dict)
+    comparison: Comparison | None = None
     schema: str = SCHEMA
 
     @property
     def rows(self) -> tuple[RowResult, ...]:
         return tuple(row for f in self.fixtures for row in f.rows)
+
+    @property
+    def verdict(self) -> Status:
+        """The one verdict: the run's status, made FAIL by a regression against a baseline."""
+        if self.status == "PASS" and self.comparison is not None and self.comparison.regressed:
+            return "FAIL"
+        return self.status
 
 
 def utc_now() -> str:
@@ -192,6 +201,9 @@ def _decode(value: object, hint: Any) -> object:
             name = _PY_NAMES.get(key, key)
             if name in hints:
                 kwargs[name] = _decode(item, hints[name])
+        for f in dataclasses.fields(hint):
+            if f.name not in kwargs and _is_optional(hints[f.name]):
+                kwargs[f.name] = None  # omitted because empty
         return hint(**kwargs)
     if origin is tuple:
         args = get_args(hint)
@@ -208,6 +220,10 @@ def _decode(value: object, hint: Any) -> object:
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
+
+
+def _is_optional(hint: Any) -> bool:
+    return get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint)
 
 
 _HINTS: dict[type, dict[str, Any]] = {}

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.errors import UsageError, ValidationFailed
+from fixtures_core.baseline import check_tolerance, compare
+from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.finalize import finalize_rows, summarize
 from fixtures_core.matrix import load_matrix, select
 from fixtures_core.results import RowResult, SampleResult, Status, worst
-from fixtures_core.rundoc import FixtureResult, RunResult, environment, utc_now
+from fixtures_core.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
 from fixtures_core.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.spec import Matrix, RowSpec
 from fixtures_core.store import Store
@@ -36,6 +37,8 @@ class RunOptions:
     label: str | None = None
     engine: str = "prefect"
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
+    baseline: str | None = None
+    tolerance: float = 0.0
 
     def check(self) -> None:
         """Raise UsageError for values out of range."""
@@ -47,15 +50,22 @@ class RunOptions:
             raise UsageError(f"--k must be >= 1, got {self.k}")
         if self.engine not in ("prefect", "local"):
             raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
+        check_tolerance(self.tolerance)
 
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""
-        return {k: v for k, v in asdict(self).items() if v not in (None, ())}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
 
 
 def plan(options: RunOptions) -> Matrix:
-    """Load, validate and select the rows of a run; raise before anything runs."""
+    """Load, validate and select the rows of a run; raise before anything runs.
+
+    A baseline is loaded here too: a missing or unreadable one stops the run
+    before it spends anything (the gate fails closed).
+    """
     options.check()
+    if options.baseline is not None:
+        load_baseline(options)
     matrix = load_matrix(options.paths)
     errors = validate_matrix(matrix)
     if errors:
@@ -113,8 +123,31 @@ def complete(recorder: Recorder, options: RunOptions, rows: Sequence[RowResult],
         fixtures=tuple(FixtureResult(f.path, f.sha256, tuple(by_file[f.path])) for f in matrix.files),
         summary=summary,
     )
+    run = compare_with_baseline(run, options)
     recorder.store.write_run(run)
     return run
+
+
+def load_baseline(options: RunOptions) -> tuple[str, RunResult]:
+    """The baseline run of these options and where it was found."""
+    assert options.baseline is not None
+    path = store_for(options).resolve_run(options.baseline)
+    baseline = load_run(path)
+    if not baseline.rows:
+        raise BaselineError(str(path), "baseline has no rows")
+    return str(path), baseline
+
+
+def compare_with_baseline(run: RunResult, options: RunOptions) -> RunResult:
+    """The run with its comparison; an errored run gets none (its error decides)."""
+    if options.baseline is None or run.status == "ERR":
+        return run
+    try:
+        path, baseline = load_baseline(options)
+        comparison = compare(baseline, run, options.tolerance, path)
+    except BaselineError as exc:
+        return replace(run, status="ERR", error=str(exc))
+    return replace(run, comparison=comparison)
 
 
 def store_for(options: RunOptions) -> Store:

@@ -8,6 +8,7 @@ head is kept), so a chatty command can neither block nor exhaust memory.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import selectors
 import signal
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 DEFAULT_CAPTURE_LIMIT = 1024 * 1024
 _CHUNK = 65536
 _POLL_S = 0.25
+_GRACE_S = 2.0  # how long to read after the group is killed
 
 
 @dataclass(frozen=True)
@@ -91,12 +93,14 @@ def execute(
             start_new_session=True,
         )
     except OSError as exc:
-        return Execution(None, b"", b"", _ms_since(started), error=f"cannot start {argv[0]!r}: {exc.strerror}")
+        return Execution(None, b"", b"", _ms_since(started), error=_start_error(argv, cwd, exc))
     if groups is not None:
         groups.add(process.pid)
+        if groups.cancelled.is_set():  # cancel() ran between the check above and add()
+            kill_group(process.pid)
     try:
         stdout, stderr, truncated, timed_out = _drain(process, deadline, capture_limit)
-        exit_code = process.wait()
+        exit_code, timed_out = _wait(process, deadline, timed_out)
     finally:
         kill_group(process.pid)  # reap anything the command left running in its group
         if groups is not None:
@@ -113,25 +117,57 @@ def execute(
     )
 
 
+def _start_error(argv: Sequence[str], cwd: str | None, exc: OSError) -> str:
+    if cwd is not None and exc.filename == cwd:
+        return f"cannot start {argv[0]!r} in cwd {cwd!r}: {exc.strerror}"
+    return f"cannot start {argv[0]!r}: {exc.strerror}"
+
+
+def _wait(process: subprocess.Popen[bytes], deadline: float, timed_out: bool) -> tuple[int, bool]:
+    """Wait for the leader, which may outlive its pipes (``exec >&-``), up to the deadline."""
+    if timed_out:
+        return process.wait(), True
+    try:
+        return process.wait(timeout=max(deadline - time.monotonic(), 0.0)), False
+    except subprocess.TimeoutExpired:
+        kill_group(process.pid)
+        return process.wait(), True
+
+
 def _drain(process: subprocess.Popen[bytes], deadline: float, limit: int) -> tuple[bytes, bytes, bool, bool]:
-    """Read both pipes to EOF, keeping at most ``limit`` bytes of each."""
+    """Read both pipes to EOF, keeping at most ``limit`` bytes of each.
+
+    The group is killed when the deadline passes or once the leader has
+    exited; after that, reading stops within ``_GRACE_S`` even if a process
+    that left the group (``setsid``) still holds a pipe open.
+    """
     assert process.stdout is not None and process.stderr is not None
     out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
     kept = {out_fd: bytearray(), err_fd: bytearray()}
     truncated = timed_out = False
+    give_up = math.inf  # set when the group has been killed
+    leader_gone_at: float | None = None
     with selectors.DefaultSelector() as selector:
         for pipe in (process.stdout, process.stderr):
             selector.register(pipe.fileno(), selectors.EVENT_READ)
         while selector.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if now >= give_up:
+                break
+            if give_up == math.inf and now >= deadline:
                 timed_out = True
                 kill_group(process.pid)
-                deadline = float("inf")  # keep draining what the killed group left in the pipes
+                give_up = now + _GRACE_S  # keep draining what the killed group left in the pipes
                 continue
-            events = selector.select(timeout=min(remaining, _POLL_S))
-            if not events and process.poll() is not None:
-                kill_group(process.pid)  # the leader exited; descendants still hold the pipes
+            wake = give_up if give_up != math.inf else deadline
+            events = selector.select(timeout=min(wake - now, _POLL_S))
+            if give_up == math.inf and process.poll() is not None:
+                # The leader exited; descendants still hold the pipes. Give them a quiet
+                # moment (or _POLL_S if they keep writing), then kill the group.
+                leader_gone_at = leader_gone_at if leader_gone_at is not None else time.monotonic()
+                if not events or time.monotonic() - leader_gone_at >= _POLL_S:
+                    kill_group(process.pid)
+                    give_up = time.monotonic() + _GRACE_S
             for key, _mask in events:
                 chunk = os.read(key.fd, _CHUNK)
                 if not chunk:

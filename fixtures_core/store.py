@@ -70,12 +70,16 @@ class Store:
         return path
 
     def resolve_run(self, reference: str) -> Path:
-        """A run file from a path, a run id, or a baseline name."""
+        """A run file from a path, a run id, a baseline name, or ``latest``."""
         candidates = [Path(reference), self.run_file(reference), self.baseline_file(reference)]
+        if reference == "latest":
+            candidates.append(self.latest)
         for candidate in candidates:
             if candidate.is_file():
                 return candidate
-        raise BaselineError(reference, f"no such run file, run id under {self.root}/runs, or baseline name")
+        raise BaselineError(
+            reference, f"no such run file, run id under {self.root}/runs, or baseline name under {self.root}/baselines"
+        )
 
     def bless(self, reference: str, name: str) -> Path:
         """Promote a run to ``baselines/<name>.json`` after checking it loads."""

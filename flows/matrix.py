@@ -8,6 +8,7 @@ because Prefect's timeouts cannot interrupt a blocking call in a thread.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, TypeVar, cast
 
 from flows.prefect_env import quiet_prefect
@@ -95,6 +96,26 @@ def matrix_flow(options: RunOptions, run_id: str | None = None) -> RunResult:
 
 
 def run_with_prefect(options: RunOptions, run_id: str) -> RunResult:
-    """Run the flow in this process, without the heartbeat wait at exit."""
-    with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-        return matrix_flow(options, run_id)
+    """Run the flow in a worker thread of this process and wait for it.
+
+    The flow runs off the main thread so that Prefect does not replace the
+    main thread's SIGTERM handler: assay's own handler cancels the samples
+    and lets the flow finish, which writes the run document and stops the
+    temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+                outcome["run"] = matrix_flow(options, run_id)
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="assay-flow", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(timeout=0.2)  # short waits keep the main thread responsive to signals
+    if "error" in outcome:
+        raise outcome["error"]
+    return cast(RunResult, outcome["run"])

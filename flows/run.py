@@ -7,9 +7,11 @@ line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Optional
@@ -19,19 +21,22 @@ import typer
 from rich.console import Console
 
 from fixtures_core import report
+from fixtures_core.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, ValidationFailed
 from fixtures_core.matrix import load_matrix
 from fixtures_core.rows import RunSettings
-from fixtures_core.rundoc import RunResult, to_document
+from fixtures_core.rundoc import RunResult, load_run, to_document
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
 from fixtures_core.sampling import ProcessGroups
-from fixtures_core.store import new_run_id
+from fixtures_core.store import Store, new_run_id
 from fixtures_core.validate import validate_matrix
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+if not out.is_terminal and "COLUMNS" not in os.environ:
+    out = Console(highlight=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class Exit(Exception):
@@ -57,18 +62,25 @@ def run_command(
     parallel: Annotated[int, typer.Option("--parallel", help="Rows run at once.")] = 4,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the run.")] = None,
     engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
+    baseline: Annotated[
+        Optional[str], typer.Option("--baseline", help="Compare with a saved run: a run file, run id or blessed name.")
+    ] = None,
+    tolerance: Annotated[
+        float,
+        typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1 (pass -> fail always gates)."),
+    ] = 0.0,
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail) or 2 (error)."""
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
-        parallel=parallel, label=label, engine=engine,
+        parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
     )  # fmt: skip
     run = execute_run(options)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
     report.render(run, out)
-    raise Exit(EXIT[run.status])
+    raise Exit(EXIT[run.verdict])
 
 
 def execute_run(options: RunOptions) -> RunResult:
@@ -124,6 +136,48 @@ def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture fi
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
+
+
+@app.command("bless")
+def bless_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file or run id.")],
+    name: Annotated[str, typer.Option("--name", help="Baseline name.")] = "shipped",
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Promote a run to a named baseline (``--baseline NAME`` then finds it)."""
+    target = Store(Path(out_dir)).bless(run_ref, name)
+    out.print(f"blessed {run_ref} as '{name}': {target}", markup=False)
+
+
+@app.command("compare")
+def compare_command(
+    baseline_ref: Annotated[str, typer.Argument(metavar="BASELINE", help="Run file, run id or blessed name.")],
+    current_ref: Annotated[str, typer.Argument(metavar="CURRENT", help="Run file, run id or blessed name.")],
+    tolerance: Annotated[
+        float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1.")
+    ] = 0.0,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Compare two saved runs offline; exit 0 (no regression), 1 (regression) or 2 (error)."""
+    check_tolerance(tolerance)
+    store = Store(Path(out_dir))
+    baseline_path = store.resolve_run(baseline_ref)
+    baseline = load_run(baseline_path)
+    current = load_run(store.resolve_run(current_ref))
+    if current.status == "ERR":
+        err.print(
+            f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison", markup=False
+        )
+        raise Exit(2)
+    comparison = compare(baseline, current, tolerance, str(baseline_path))
+    report.render_comparison_lines(comparison, out)
+    raise Exit(EXIT[replace(current, comparison=comparison).verdict])
+
+
+@app.command("history")
+def history_command(out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay") -> None:
+    """Saved runs, newest first: id, label, date, verdict, rows, pass rate."""
+    report.render_history(Store(Path(out_dir)).runs(), out)
 
 
 SUBCOMMANDS = ("run", "validate", "bless", "compare", "history")

@@ -1,0 +1,122 @@
+"""The command line as a user runs it: real processes, real exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from tests.integration.conftest import REPO, run_cli
+
+
+def test_example_matrix_reports_and_exits_with_its_verdict(tmp_path: Path) -> None:
+    done = run_cli([str(REPO / "examples" / "matrix.md"), "--engine", "local", "--out", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "CLI high" in done.stdout and "exceeds the allowed 25%" in done.stdout
+    assert "FAIL" in done.stdout.splitlines()[-1]
+    document = json.loads((tmp_path / "latest.json").read_text())
+    assert document["schema"] == "assay.run/v1"
+    assert {r["name"]: r["status"] for f in document["fixtures"] for r in f["rows"]}["API high"] == "PASS"
+
+
+def test_passing_example_exits_zero(tmp_path: Path) -> None:
+    done = run_cli([str(REPO / "examples" / "passing.md"), "--engine", "local", "--out", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_cel_compile_error_stops_before_any_command_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    fixture = tmp_path / "bad.md"
+    fixture.write_text(
+        "| Name | Command | CEL |\n|---|---|---|\n"
+        f"| good | `touch {marker}` | `exitCode == 0` |\n"
+        f"| bad | `touch {marker}` | `json.x +` |\n"
+    )
+    done = run_cli([str(fixture), "--engine", "local", "--out", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{fixture}:4: CEL:" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not marker.exists()
+
+
+def test_validate_names_file_and_line(tmp_path: Path) -> None:
+    fixture = tmp_path / "dup.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| a | true |\n| a | true |\n")
+    done = run_cli(["validate", str(fixture)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{fixture}:4: Name: duplicate row name 'a' (first at line 3)" in done.stderr
+
+
+def test_json_option_writes_the_run_document(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "run.json"
+    done = run_cli(
+        [str(REPO / "examples" / "passing.md"), "--engine", "local", "--out", str(tmp_path), "--json", str(target)],
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0
+    assert json.loads(target.read_text())["status"] == "PASS"
+
+
+def test_prefect_engine_from_the_command_line(tmp_path: Path) -> None:
+    done = run_cli([str(REPO / "examples" / "matrix.md"), "--out", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "CLI high" in done.stdout
+    assert done.stderr.strip() == "", "Prefect must stay quiet by default"
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if f"ASSAY_TEST_MARK={marker}".encode() in environ and ") Z" not in stat:
+            found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_cancels_samples_and_leaves_no_process_behind(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    fixture = tmp_path / "slow.md"
+    fixture.write_text(
+        "---\ntimeout: 120s\n---\n\n| Name | Command |\n|---|---|\n"
+        f"| slow | `touch {started}; sleep 60 & wait` |\n| slow2 | `sleep 60` |\n"
+    )
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, PYTHONPATH=str(REPO), ASSAY_TEST_MARK=marker)
+    env.pop("PREFECT_API_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1200):  # bounded wait for the first sample to start (not a timing assertion)
+            if started.exists() or process.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.1)
+        assert started.exists(), "the sample never started"
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 2, stdout + stderr
+    assert "Traceback" not in stderr
+    document = json.loads((tmp_path / "state" / "latest.json").read_text())
+    assert document["status"] == "ERR"
+    assert "interrupted" in document["error"]
+    assert _processes_with(marker) == [], "a child process or temporary server outlived the run"

@@ -1,0 +1,109 @@
+"""The real Prefect flow and the local engine on real subprocesses give the same verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.rows import RunSettings
+from fixtures_core.rundoc import RunResult, load_run, to_document
+from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
+from fixtures_core.sampling import ProcessGroups
+from flows.local import run_rows_locally
+
+MATRIX = """---
+timeout: 20s
+repeat: 2
+---
+
+| Name | Command | Repeat | Timeout | CEL |
+|---|---|---:|---|---|
+| counted | `echo x >> {{ .counter }}; echo '{"ok": true, "n": 1.0}'` | 3 | | `json.ok && json.n == 1` |
+| false-cel | `echo '{"ok": false}'` | | | `json.ok` |
+| missing-key | `echo '{"ok": true}'` | | | `json.zz == 1` |
+| slow | `echo $$ > {{ .pidfile }}; sleep 30 & echo $! >> {{ .pidfile }}; wait` | 1 | 2s | |
+"""
+
+
+def write_matrix(folder: Path) -> Path:
+    counter = folder / "counter.txt"
+    pidfile = folder / "pids.txt"
+    text = MATRIX.replace("{{ .counter }}", str(counter)).replace("{{ .pidfile }}", str(pidfile))
+    path = folder / "matrix.md"
+    path.write_text(text)
+    return path
+
+
+def run_local(fixture: Path, out: Path) -> RunResult:
+    options = RunOptions(paths=(str(fixture),), out=str(out), engine="local")
+    matrix = plan(options)
+    recorder = Recorder(store_for(options), "local-run", matrix)
+    rows = run_rows_locally(recorder, RunSettings(run_id="local-run"), ProcessGroups(), parallel=4)
+    return complete(recorder, options, rows)
+
+
+def run_prefect(fixture: Path, out: Path) -> RunResult:
+    from flows.matrix import run_with_prefect
+
+    return run_with_prefect(RunOptions(paths=(str(fixture),), out=str(out)), "prefect-run")
+
+
+def verdicts(run: RunResult) -> dict[str, tuple[str, int]]:
+    return {row.name: (row.status, len(row.samples)) for row in run.rows}
+
+
+def assert_dead(pids: list[int]) -> None:
+    for pid in pids:
+        state = Path(f"/proc/{pid}/stat")
+        if state.exists():  # a zombie awaiting its reaper is dead too
+            assert state.read_text().split(") ")[1].startswith("Z"), f"process {pid} is still running"
+
+
+@pytest.mark.usefixtures("prefect_backend")
+def test_prefect_flow_runs_the_matrix_like_the_local_engine(tmp_path: Path) -> None:
+    fixture = write_matrix(tmp_path)
+    prefect_run = run_prefect(fixture, tmp_path / "state")
+    assert (tmp_path / "counter.txt").read_text().count("x") == 3  # repeat: 3 ran exactly three times
+
+    expected = {
+        "counted": ("PASS", 3),
+        "false-cel": ("FAIL", 2),  # continue after an ordinary FAIL
+        "missing-key": ("ERR", 1),  # stop after ERR
+        "slow": ("ERR", 1),  # the 2 s budget ran out during the first sample
+    }
+    assert verdicts(prefect_run) == expected
+    assert prefect_run.status == "ERR"
+    slow = next(r for r in prefect_run.rows if r.name == "slow")
+    assert "budget" in (slow.samples[0].error or "")
+    assert_dead([int(p) for p in (tmp_path / "pids.txt").read_text().split()])
+    missing = next(r for r in prefect_run.rows if r.name == "missing-key")
+    assert "no such key: zz" in (missing.samples[0].error or "")
+
+    (tmp_path / "counter.txt").unlink()
+    local_run = run_local(fixture, tmp_path / "state-local")
+    assert verdicts(local_run) == expected
+    assert (tmp_path / "counter.txt").read_text().count("x") == 3
+
+
+@pytest.mark.usefixtures("prefect_backend")
+def test_run_document_round_trips(tmp_path: Path) -> None:
+    fixture = write_matrix(tmp_path)
+    run = run_prefect(fixture, tmp_path / "state")
+    saved = tmp_path / "state" / "runs" / "prefect-run" / "run.json"
+    loaded = load_run(saved)
+    assert loaded == run
+    assert to_document(loaded) == json.loads(saved.read_text())
+    assert load_run(tmp_path / "state" / "latest.json") == run
+
+
+def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
+    fixture = write_matrix(tmp_path)
+    run_local(fixture, tmp_path / "state")
+    samples = sorted(p.relative_to(tmp_path / "state") for p in (tmp_path / "state").rglob("*.json"))
+    names = {p.as_posix() for p in samples}
+    assert "runs/local-run/samples/0000-counted/2.json" in names
+    assert "runs/local-run/samples/0000-counted/row.json" in names
+    assert os.path.getsize(tmp_path / "state" / "runs" / "local-run" / "run.json") > 0
