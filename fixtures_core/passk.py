@@ -135,8 +135,9 @@ def withheld_reason(samples: Sequence[SampleResult], k: int, row_name: str) -> s
 def row_stochastic(samples: Sequence[SampleResult], k: int | None, row_name: str) -> Stochastic:
     """A row's repeat statistics; k defaults to the row's n (None means "each row's n").
 
-    n, passed, k, pass rate, its Wilson interval and the class are filled
-    whenever there are samples; pass@k and pass^k are left None, with
+    n, passed, k, pass rate and its Wilson interval are filled whenever there
+    are samples, and the class too unless a sample errored (an error is not
+    an outcome, so "flaky" would mislead); pass@k and pass^k are left None, with
     ``withheld`` giving the reason, when ``withheld_reason`` finds one. A k
     below 1 is a caller error and raises ``ValueError``.
     """
@@ -153,7 +154,7 @@ def row_stochastic(samples: Sequence[SampleResult], k: int | None, row_name: str
         passed=c,
         k=chosen_k,
         pass_rate=c / n if n else None,
-        row_class=classify(n, c) if n else None,
+        row_class=classify(n, c) if n and not any(s.status == "ERR" for s in samples) else None,
         pass_at_k=at_k,
         pass_hat_k=hat_k,
         pass_rate_interval=wilson_interval(c, n) if n else None,
@@ -165,17 +166,18 @@ def row_stochastic(samples: Sequence[SampleResult], k: int | None, row_name: str
 class SuiteFigures:
     """pass@k and pass^k over a set of rows (the whole suite, or one group of it).
 
-    A row *meets pass@k* when at least one of its samples passed (c >= 1) and
-    *meets pass^k* when all of them passed (c == n): the seed's "at least one"
-    and "all" readings, which the unbiased estimates equal exactly only when
-    k == n. The headline figures are None whenever ``withheld`` is set.
+    A row *meets pass@k* when its pass@k estimate is 1: every k of its n
+    samples include a pass (n - c < k). It *meets pass^k* when its pass^k
+    estimate is 1: every sample passed (c == n). With k == n these are the
+    seed's "at least one of k passes" and "all k pass". The headline figures
+    are None whenever ``withheld`` is set.
 
     Fields:
         k: the ``--k`` value; None means each row used its own n.
         rows: rows counted (every row except SKIP rows).
         pass_at_k: mean of the counted rows' pass@k estimates.
         pass_hat_k: mean of the counted rows' pass^k estimates.
-        rows_pass_at_k: counted rows meeting pass@k (c >= 1).
+        rows_pass_at_k: counted rows meeting pass@k (n - c < k).
         rows_pass_hat_k: counted rows meeting pass^k (c == n).
         withheld: why the headline figures are not given, naming the rows.
         skipped: names of SKIP rows, listed and never counted.
@@ -244,7 +246,7 @@ def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:
         rows=count,
         pass_at_k=float(at_k),
         pass_hat_k=float(hat_k),
-        rows_pass_at_k=sum(1 for st in figures if st.passed >= 1),
+        rows_pass_at_k=sum(1 for st in figures if st.n - st.passed < st.k),
         rows_pass_hat_k=sum(1 for st in figures if st.passed == st.n),
         withheld=None,
         skipped=skipped,

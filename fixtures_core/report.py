@@ -158,7 +158,7 @@ def render_failure(row: RowResult, console: Console) -> None:
         console.print(f"  failing samples: {', '.join(str(s.index) for s in bad)}", markup=False)
         first = bad[0]
         reason = first.error or (first.assertions.error if first.assertions else None)
-        if reason and reason != row.error:
+        if reason and reason not in (row.error or ""):
             console.print(f"  sample {first.index}: {reason}", markup=False)
         for stream, text in (("stdout", first.stdout), ("stderr", first.stderr)):
             excerpt = _excerpt(text)

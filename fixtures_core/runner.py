@@ -6,12 +6,13 @@ An engine (the local thread pool, or the Prefect flow) only decides where
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.baseline import check_tolerance, compare
+from fixtures_core.baseline import Comparison, check_tolerance, compare
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.finalize import finalize_rows, summarize
 from fixtures_core.matrix import load_matrix, select
@@ -39,6 +40,18 @@ class RunOptions:
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     baseline: str | None = None
     tolerance: float = 0.0
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> RunOptions:
+        """Options from JSON-like values (a deployment's parameters); lists become tuples."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise UsageError(f"unknown run option(s): {', '.join(unknown)} (known: {', '.join(sorted(fields))})")
+        converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        if isinstance(converted.get("paths"), str):
+            converted["paths"] = (converted["paths"],)
+        return cls(**converted)  # type: ignore[arg-type]
 
     def check(self) -> None:
         """Raise UsageError for values out of range."""
@@ -139,14 +152,20 @@ def load_baseline(options: RunOptions) -> tuple[str, RunResult]:
 
 
 def compare_with_baseline(run: RunResult, options: RunOptions) -> RunResult:
-    """The run with its comparison; an errored run gets none (its error decides)."""
+    """The run with its comparison; an errored run gets none (its own error decides).
+
+    A baseline that cannot be compared (no row in common, ...) makes the run
+    ERR: the gate fails closed and never reports "no regression".
+    """
     if options.baseline is None or run.status == "ERR":
         return run
+    path = options.baseline
     try:
         path, baseline = load_baseline(options)
         comparison = compare(baseline, run, options.tolerance, path)
     except BaselineError as exc:
-        return replace(run, status="ERR", error=str(exc))
+        failed = Comparison(path, options.tolerance, False, (), (), (), (), (), (), error=str(exc))
+        return replace(run, status="ERR", error=str(exc), comparison=failed)
     return replace(run, comparison=comparison)
 
 

@@ -79,9 +79,29 @@ def finalize_task(recorder: Recorder, options: RunOptions, rows: list[RowResult]
     return run
 
 
+class VerdictFailed(Exception):
+    """Raised at the end of a deployed run whose verdict is not PASS, so the UI marks it failed."""
+
+
 @flow(name="assay-matrix", log_prints=False, validate_parameters=False)
-def matrix_flow(options: RunOptions, run_id: str | None = None) -> RunResult:
-    """Run a fixture matrix and return its run document (also written to disk)."""
+def matrix_flow(
+    options: RunOptions | dict[str, Any], run_id: str | None = None, raise_on_failure: bool = False
+) -> RunResult:
+    """Run a fixture matrix and return its run document (also written to disk).
+
+    ``options`` may be a mapping, as a deployment's parameters are; with
+    ``raise_on_failure`` a FAIL or ERR verdict fails the flow run (after the
+    run document is written), so schedules and the UI show it.
+    """
+    if not isinstance(options, RunOptions):
+        options = RunOptions.from_mapping(options)
+    run = _run_matrix(options, run_id)
+    if raise_on_failure and run.verdict != "PASS":
+        raise VerdictFailed(f"assay verdict {run.verdict} for run {run.run_id}: {run.error or 'see the report'}")
+    return run
+
+
+def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
     matrix = plan(options)
     recorder = Recorder(store_for(options), run_id or new_run_id(), matrix)
     settings = RunSettings(run_id=recorder.run_id, capture_limit=options.capture_limit)

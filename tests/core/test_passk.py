@@ -221,10 +221,10 @@ def test_row_stochastic_withholds_on_error() -> None:
     st = row_stochastic(samples("PASS", "FAIL", "ERR"), None, "r")
     assert st.withheld == "sample 2 errored"
     assert st.pass_at_k is None and st.pass_hat_k is None
-    # The counts, the rate, its interval and the class are still given.
+    # The counts, the rate and its interval are still given; an error is no outcome, so no class.
     assert (st.n, st.passed, st.k) == (3, 1, 3)
     assert st.pass_rate == pytest.approx(1 / 3)
-    assert st.row_class == "flaky"
+    assert st.row_class is None
     assert st.pass_rate_interval is not None
 
 
@@ -272,8 +272,9 @@ def test_suite_figures_mean_and_counts() -> None:
     assert figures.rows == 3
     assert figures.pass_at_k == pytest.approx(19 / 30)
     assert figures.pass_hat_k == pytest.approx(13 / 30)
-    # meeting pass@k: c >= 1 ('a', 'b'); meeting pass^k: c == n ('b')
-    assert (figures.rows_pass_at_k, figures.rows_pass_hat_k) == (2, 1)
+    # meeting pass@k: pass@k == 1, i.e. n - c < k ('b' only: 'a' has n - c = 2, not < 2);
+    # meeting pass^k: c == n ('b')
+    assert (figures.rows_pass_at_k, figures.rows_pass_hat_k) == (1, 1)
     assert figures.withheld is None
     assert figures.skipped == () and figures.withheld_rows == ()
 
@@ -370,7 +371,8 @@ def test_group_figures() -> None:
     assert groups["cli"].rows == 2
     assert groups["cli"].pass_at_k == pytest.approx(0.75)
     assert groups["cli"].pass_hat_k == pytest.approx(0.75)
-    assert (groups["cli"].rows_pass_at_k, groups["cli"].rows_pass_hat_k) == (2, 1)
+    # k=1: meeting pass@1 needs n - c < 1, i.e. every sample passed: only 'b'
+    assert (groups["cli"].rows_pass_at_k, groups["cli"].rows_pass_hat_k) == (1, 1)
     assert groups["api"].rows == 1
     assert groups["api"].pass_at_k == pytest.approx(0.0)
     assert groups["api"].skipped == ("e",)

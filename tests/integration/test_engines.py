@@ -107,3 +107,19 @@ def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
     assert "runs/local-run/samples/0000-counted/2.json" in names
     assert "runs/local-run/samples/0000-counted/row.json" in names
     assert os.path.getsize(tmp_path / "state" / "runs" / "local-run" / "run.json") > 0
+
+
+@pytest.mark.usefixtures("prefect_backend")
+def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(tmp_path: Path) -> None:
+    from flows.matrix import VerdictFailed, matrix_flow
+
+    fixture = tmp_path / "ok.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n| bad | `false` |\n")
+    options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), "filter": "ok"}  # JSON, as a deployment sends
+    run = matrix_flow(options)
+    assert run.verdict == "PASS" and [r.name for r in run.rows] == ["ok"]
+
+    failing = {"paths": [str(fixture)], "out": str(tmp_path / "state")}
+    with pytest.raises(VerdictFailed, match="verdict FAIL"):
+        matrix_flow(failing, raise_on_failure=True)
+    assert load_run(tmp_path / "state" / "latest.json").status == "FAIL", "the document is written before failing"
