@@ -2,7 +2,8 @@
 
 Runs once, after every row has finished, because a row's comparison needs its
 baseline row. Metric values go through one pandas DataFrame (a row per sample
-and metric), so aggregation costs the same whether a run has 5 rows or 10,000.
+and metric) grouped once by row and metric, so the cost grows linearly with
+samples x metrics; each aggregate is ``metrics.aggregate`` (one definition).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def finalize_rows(
     """Every row with its metrics, comparisons and repeat statistics, in spec order."""
     by_id = {r.id: r for r in results}
     pairs = [(spec, by_id[spec.id]) for spec in specs if spec.id in by_id]
-    table = metric_table(results)
-    summaries = {spec.id: _summaries(spec, row, table) for spec, row in pairs}
+    extracted = extracted_values(metric_table(results))
+    summaries = {spec.id: _summaries(spec, row, extracted) for spec, row in pairs}
     rows_by_name = {spec.name: row for spec, row in pairs}
     finished = []
     for spec, row in pairs:
@@ -87,32 +88,52 @@ def summarize(rows: Sequence[RowResult], k: int | None = None, group_by: Sequenc
 
 
 def metric_table(rows: Sequence[RowResult]) -> pd.DataFrame:
-    """One DataFrame row per (row, sample, metric): its value and extraction status."""
+    """One DataFrame row per (row, sample, metric): its value, extraction status and error."""
     records = [
-        (row.id, sample.index, name, value.value, value.status)
+        (row.id, sample.index, name, value.value, value.status, value.error)
         for row in rows
         for sample in row.samples
         for name, value in sample.metrics.items()
     ]
-    return pd.DataFrame.from_records(records, columns=["row", "sample", "metric", "value", "status"])
+    return pd.DataFrame.from_records(records, columns=["row", "sample", "metric", "value", "status", "error"])
 
 
-def _summaries(spec: RowSpec, row: RowResult, table: pd.DataFrame) -> dict[str, MetricSummary]:
-    if not spec.metrics or row.status == "SKIP":
+@dataclass(frozen=True)
+class Extracted:
+    """What a row's samples gave for one metric: the values in sample order, the first error."""
+
+    values: tuple[float, ...] = ()
+    error: str | None = None
+
+
+def extracted_values(table: pd.DataFrame) -> dict[tuple[str, str], Extracted]:
+    """Group the metric table once by (row, metric): linear in samples x metrics."""
+    if table.empty:
         return {}
-    mine = table[table["row"] == spec.id] if len(table) else table
+    keys = ["row", "metric"]
+    passing = table[table["status"] == "pass"].groupby(keys, sort=False)["value"].agg(tuple).to_dict()
+    errors = table[table["status"] == "error"].groupby(keys, sort=False)["error"].first().to_dict()
     return {
-        m.name: _summary(m, spec.repeat, mine[mine["metric"] == m.name] if len(mine) else mine) for m in spec.metrics
+        key: Extracted(tuple(float(v) for v in passing.get(key, ())), errors.get(key))
+        for key in passing.keys() | errors.keys()
     }
 
 
-def _summary(metric: MetricSpec, required: int, frame: pd.DataFrame) -> MetricSummary:
-    values = tuple(float(v) for v in frame.loc[frame["status"] == "pass", "value"]) if len(frame) else ()
+def _summaries(
+    spec: RowSpec, row: RowResult, extracted: Mapping[tuple[str, str], Extracted]
+) -> dict[str, MetricSummary]:
+    if not spec.metrics or row.status == "SKIP":
+        return {}
+    return {m.name: _summary(m, spec.repeat, extracted.get((spec.id, m.name), Extracted())) for m in spec.metrics}
+
+
+def _summary(metric: MetricSpec, required: int, extracted: Extracted) -> MetricSummary:
+    values = extracted.values
     base = dict(unit=metric.unit, aggregate=metric.aggregate, direction=metric.direction, gate=metric.gate,
                 values=values, threshold=metric.threshold)  # fmt: skip
     value = aggregate(values, metric.aggregate) if values else None
-    if len(frame) and (frame["status"] == "error").any():
-        return MetricSummary(status="error", value=value, error="extraction failed (see samples)", **base)  # type: ignore[arg-type]
+    if extracted.error is not None:
+        return MetricSummary(status="error", value=value, error=extracted.error, **base)  # type: ignore[arg-type]
     if len(values) < required:
         reason = f"{len(values)} of {required} samples gave a value"
         return MetricSummary(status="not_evaluated", value=value, error=reason, **base)  # type: ignore[arg-type]

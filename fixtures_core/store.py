@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shutil
@@ -57,17 +58,29 @@ class Store:
         write_json_atomic(folder / f"{sample.index}.json", encode(sample))
 
     def write_row(self, run_id: str, row_index: int, row: RowResult) -> None:
-        """A finalized row, so that a crash in a later row keeps this one."""
+        """A finished row beside its samples' files (which hold the outputs, so it does not)."""
         folder = self.run_dir(run_id) / "samples" / f"{row_index:04d}-{slug(row.name)}"
-        write_json_atomic(folder / "row.json", encode(row))
+        document = encode(row)
+        assert isinstance(document, dict)
+        document["samples"] = [f"{sample.index}.json" for sample in row.samples]
+        write_json_atomic(folder / "row.json", document)
 
     def write_run(self, run: RunResult) -> Path:
-        """Write ``run.json`` and refresh ``latest.json``; return the run file."""
-        document = to_document(run)
+        """Write ``run.json`` and point ``latest.json`` at it; return the run file."""
         path = self.run_file(run.run_id)
-        write_json_atomic(path, document)
-        write_json_atomic(self.latest, document)
+        write_json_atomic(path, to_document(run))
+        self._link_latest(path)
         return path
+
+    def _link_latest(self, path: Path) -> None:
+        """``latest.json`` is a hard link to the newest run file: a full run document, no second copy."""
+        tmp = self.latest.with_name(f".latest.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(path, tmp)
+        except OSError:  # a file system without hard links gets a copy
+            shutil.copyfile(path, tmp)
+        tmp.replace(self.latest)
 
     def resolve_run(self, reference: str) -> Path:
         """A run file from a path, a run id, a baseline name, or ``latest``."""

@@ -308,7 +308,7 @@ def test_extraction_error_makes_the_metric_an_error() -> None:
     row = spec("r", ms_metric(regression=None))
     (done,) = finalize_rows([row], [result(row, [5, "error"])])
     assert done.metrics["ms"].status == "error"
-    assert done.metrics["ms"].error == "extraction failed (see samples)"
+    assert done.metrics["ms"].error == "sample 1: gave null"  # the first failing sample's own message
     assert done.metrics["ms"].values == pytest.approx((5.0,))
     assert done.status == "ERR"
 
