@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import pandas as pd
 
@@ -111,10 +112,12 @@ def extracted_values(table: pd.DataFrame) -> dict[tuple[str, str], Extracted]:
     if table.empty:
         return {}
     keys = ["row", "metric"]
-    passing = table[table["status"] == "pass"].groupby(keys, sort=False)["value"].agg(tuple).to_dict()
-    errors = table[table["status"] == "error"].groupby(keys, sort=False)["error"].first().to_dict()
+    passing: dict[Any, tuple[float, ...]] = (
+        table[table["status"] == "pass"].groupby(keys, sort=False)["value"].agg(tuple).to_dict()
+    )
+    errors: dict[Any, str] = table[table["status"] == "error"].groupby(keys, sort=False)["error"].first().to_dict()
     return {
-        key: Extracted(tuple(float(v) for v in passing.get(key, ())), errors.get(key))
+        cast(tuple[str, str], key): Extracted(tuple(float(v) for v in passing.get(key, ())), errors.get(key))
         for key in passing.keys() | errors.keys()
     }
 
