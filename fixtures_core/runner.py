@@ -18,7 +18,7 @@ from fixtures_core.finalize import finalize_rows, summarize
 from fixtures_core.matrix import load_matrix, select
 from fixtures_core.results import RowResult, SampleResult, Status, worst
 from fixtures_core.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
-from fixtures_core.sampling import DEFAULT_CAPTURE_LIMIT
+from fixtures_core.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
 from fixtures_core.spec import Matrix, RowSpec
 from fixtures_core.store import Store
 from fixtures_core.validate import validate_matrix
@@ -111,6 +111,11 @@ class Recorder:
     def finished_rows(self) -> list[RowResult]:
         with self._lock:
             return list(self._rows.values())
+
+
+def interruption(groups: ProcessGroups) -> str | None:
+    """The run's error when it was cancelled by a signal, else None."""
+    return "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
 
 
 def complete(recorder: Recorder, options: RunOptions, rows: Sequence[RowResult], error: str | None = None) -> RunResult:

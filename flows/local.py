@@ -6,8 +6,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fixtures_core.results import RowResult
 from fixtures_core.rows import RunSettings, run_row
-from fixtures_core.runner import Recorder
+from fixtures_core.rundoc import RunResult
+from fixtures_core.runner import Recorder, RunOptions, complete, interruption, store_for
 from fixtures_core.sampling import ProcessGroups
+from fixtures_core.spec import Matrix
+
+
+def run_locally(matrix: Matrix, options: RunOptions, run_id: str, groups: ProcessGroups) -> RunResult:
+    """Run a planned matrix on ``options.parallel`` threads and close the run."""
+    recorder = Recorder(store_for(options), run_id, matrix)
+    settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
+    rows = run_rows_locally(recorder, settings, groups, options.parallel)
+    return complete(recorder, options, rows, interruption(groups))
 
 
 def run_rows_locally(

@@ -27,7 +27,7 @@ from fixtures_core import report  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.rows import RunSettings, run_row, run_sample  # noqa: E402
 from fixtures_core.rundoc import RunResult  # noqa: E402
-from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for  # noqa: E402
+from fixtures_core.runner import Recorder, RunOptions, complete, interruption, plan, store_for  # noqa: E402
 from fixtures_core.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
 from fixtures_core.store import new_run_id  # noqa: E402
@@ -40,14 +40,22 @@ def opaque(value: T) -> T:
     return cast(T, quote(value))
 
 
-# The live process groups of runs in this process; Ctrl-C kills them all.
-GROUPS = ProcessGroups()
+# The process groups of each run in flight in this process, by run id: what a
+# signal kills. Tasks find theirs through the run id in RunSettings.
+_GROUPS: dict[str, ProcessGroups] = {}
+_GROUPS_LOCK = threading.Lock()
+
+
+def process_groups(run_id: str) -> ProcessGroups:
+    """The live process groups of one run (created on first use)."""
+    with _GROUPS_LOCK:
+        return _GROUPS.setdefault(run_id, ProcessGroups())
 
 
 @task(name="sample", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> SampleResult:
     """One execution of a row's command, checked."""
-    return run_sample(row, index, deadline, settings, GROUPS)
+    return run_sample(row, index, deadline, settings, process_groups(settings.run_id))
 
 
 @task(name="row", retries=0, cache_policy=NO_CACHE, persist_result=False)
@@ -58,7 +66,8 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResu
         named = sample_task.with_options(name=f"{spec.name} #{index}")
         return named(opaque(spec), index, deadline, opaque(settings))
 
-    result = run_row(row, settings, GROUPS, sample_runner=as_task, on_sample=recorder.on_sample)
+    groups = process_groups(settings.run_id)
+    result = run_row(row, settings, groups, sample_runner=as_task, on_sample=recorder.on_sample)
     recorder.on_row(result)
     return result
 
@@ -111,11 +120,13 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
         futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in matrix.rows]
         wait(cast(list[Any], futures))
     rows = [f.result() for f in futures]
-    error = "interrupted: samples were cancelled" if GROUPS.cancelled.is_set() else None
+    error = interruption(process_groups(recorder.run_id))
+    with _GROUPS_LOCK:
+        _GROUPS.pop(recorder.run_id, None)
     return finalize_task(opaque(recorder), opaque(options), opaque(rows), error)
 
 
-def run_with_prefect(options: RunOptions, run_id: str) -> RunResult:
+def run_with_prefect(options: RunOptions, run_id: str, groups: ProcessGroups | None = None) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
     The flow runs off the main thread so that Prefect does not replace the
@@ -123,6 +134,9 @@ def run_with_prefect(options: RunOptions, run_id: str) -> RunResult:
     and lets the flow finish, which writes the run document and stops the
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
     """
+    if groups is not None:
+        with _GROUPS_LOCK:
+            _GROUPS[run_id] = groups  # the caller's signal handler kills these
     outcome: dict[str, Any] = {}
 
     def target() -> None:

@@ -23,13 +23,10 @@ from rich.console import Console
 from fixtures_core import report
 from fixtures_core.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, ValidationFailed
-from fixtures_core.matrix import load_matrix
-from fixtures_core.rows import RunSettings
 from fixtures_core.rundoc import RunResult, load_run, to_document
-from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
+from fixtures_core.runner import RunOptions, plan
 from fixtures_core.sampling import ProcessGroups
 from fixtures_core.store import Store, new_run_id
-from fixtures_core.validate import validate_matrix
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
@@ -87,20 +84,15 @@ def execute_run(options: RunOptions) -> RunResult:
     """Plan (fail fast on configuration errors), then run on the chosen engine."""
     matrix = plan(options)
     run_id = new_run_id()
-    if options.engine == "local":
-        groups = ProcessGroups()
-        with _interrupts_cancel(groups):
-            from flows.local import run_rows_locally
+    groups = ProcessGroups()
+    with _interrupts_cancel(groups):
+        if options.engine == "local":
+            from flows.local import run_locally
 
-            recorder = Recorder(store_for(options), run_id, matrix)
-            settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
-            rows = run_rows_locally(recorder, settings, groups, options.parallel)
-            error = "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
-            return complete(recorder, options, rows, error)
-    from flows.matrix import GROUPS, run_with_prefect
+            return run_locally(matrix, options, run_id, groups)
+        from flows.matrix import run_with_prefect
 
-    with _interrupts_cancel(GROUPS):
-        return run_with_prefect(options, run_id)
+        return run_with_prefect(options, run_id, groups)
 
 
 class _interrupts_cancel:
@@ -129,10 +121,7 @@ class _interrupts_cancel:
 @app.command("validate")
 def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
     """Parse and validate fixtures; run nothing."""
-    matrix = load_matrix(paths)
-    errors = validate_matrix(matrix)
-    if errors:
-        raise ValidationFailed(errors)
+    matrix = plan(RunOptions(paths=tuple(paths)))
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
