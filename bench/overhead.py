@@ -122,8 +122,22 @@ class Variant:
             data["note"] = self.note
         if self.error:
             data["error"] = self.error
-        if not walls:
-            return data
+        if walls:
+            self._wall_figures(data, walls, reference_s)
+        matrix = [float(r["matrix_s"]) for r in self.in_process if "matrix_s" in r]  # type: ignore[arg-type]
+        if matrix:
+            imports = [float(r["import_s"]) for r in self.in_process if "import_s" in r]  # type: ignore[arg-type]
+            data["in_process"] = {
+                "matrix_s": c.spread(matrix),
+                "import_s": c.median(imports) if imports else None,
+                "per_sample_overhead_ms": (c.median(matrix) - reference_s) / SAMPLES * 1000
+                if self.samples == SAMPLES
+                else None,
+                "runs": self.in_process,
+            }
+        return data
+
+    def _wall_figures(self, data: dict[str, object], walls: list[float], reference_s: float) -> None:
         wall = c.median(walls)
         data.update(
             wall_s=c.spread(walls),
@@ -135,17 +149,6 @@ class Variant:
             wait4_max_rss_mb=c.median([m.max_rss_mb for m in self.runs]),
             runs=[m.brief() for m in self.runs],
         )
-        matrix = [float(r["matrix_s"]) for r in self.in_process if "matrix_s" in r]  # type: ignore[arg-type]
-        if matrix:
-            data["in_process"] = {
-                "matrix_s": c.spread(matrix),
-                "import_s": c.median([float(r["import_s"]) for r in self.in_process]),  # type: ignore[arg-type]
-                "per_sample_overhead_ms": (c.median(matrix) - reference_s) / SAMPLES * 1000
-                if self.samples == SAMPLES
-                else None,
-                "runs": self.in_process,
-            }
-        return data
 
 
 class ServerWatch:
@@ -257,6 +260,60 @@ def in_process(
             return
         variant.in_process.append(figures)
         print(f"  {variant.key} in-process {n + 1}: matrix {float(figures['matrix_s']):.3f} s", file=sys.stderr)  # type: ignore[arg-type]
+
+
+# Prefect's own floor for assay's task topology, timed inside a child: one task per
+# row on ThreadPoolTaskRunner(4), one nested task per sample running `true`, same
+# task options as flows.matrix (no cache, no persistence, no retries), no assay code.
+FLOOR_CODE = """
+import json, subprocess, sys, time
+from flows.prefect_env import quiet_prefect
+quiet_prefect()
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import wait
+from prefect.settings import temporary_settings
+from prefect.task_runners import ThreadPoolTaskRunner
+rows, repeat = int(sys.argv[1]), int(sys.argv[2])
+
+@task(retries=0, cache_policy=NO_CACHE, persist_result=False)
+def sample(index):
+    return subprocess.run(["true"], capture_output=True, stdin=subprocess.DEVNULL).returncode
+
+@task(retries=0, cache_policy=NO_CACHE, persist_result=False)
+def row(index):
+    return [sample.with_options(name=f"row {index} #{i}")(i) for i in range(repeat)]
+
+@flow(validate_parameters=False)
+def bare():
+    futures = [row.submit(i) for i in range(rows)]
+    wait(futures)
+    return [f.result() for f in futures]
+
+with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+    t = time.perf_counter()
+    bare.with_options(task_runner=ThreadPoolTaskRunner(max_workers=4))()
+    print(json.dumps({"matrix_s": time.perf_counter() - t}))
+"""
+
+
+def prefect_floor(
+    variant: Variant, rows: int, repeat: int, env: dict[str, str], cwd: Path, runs: int, timeout: float,
+    watch: ServerWatch | None,
+) -> None:  # fmt: skip
+    """Time FLOOR_CODE in a child against the running server (in-process figures only)."""
+    for n in range(runs):
+        if watch is not None:
+            watch.before(variant.key)
+        done = c.measure([c.python(), "-c", FLOOR_CODE, str(rows), str(repeat)], env=env, cwd=cwd, timeout=timeout)
+        if watch is not None:
+            watch.after(variant.key)
+        figures = c.last_json_line(done.stdout)
+        if not done.ok or figures is None:
+            variant.note = f"floor timing failed (exit {done.returncode}): {done.stderr_tail[-400:]}"
+            return
+        variant.in_process.append(figures)
+        print(f"  {variant.key} {n + 1}: {float(figures['matrix_s']):.3f} s", file=sys.stderr)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager
@@ -431,6 +488,10 @@ def run_all(args: argparse.Namespace, work: Path) -> dict[str, object]:
                 if not args.no_in_process:
                     in_process(v, big, "prefect", env, work, runs, timeout, watch)
                     in_process(fixed, small, "prefect", env, work, runs, timeout, watch)
+                    floor = variants["f"] = Variant("f", "Prefect floor: same task topology, no assay code")
+                    floor1 = variants["f1"] = Variant("f1", "Prefect floor fixed cost: 1 row x 1 sample", samples=1)
+                    prefect_floor(floor, ROWS, REPEAT, env, work, runs, timeout, watch)
+                    prefect_floor(floor1, 1, 1, env, work, runs, timeout, watch)
                 document["prefect_server"] = {
                     "rss_mb_at_end": c.tree_rss(server.pid) / c.MB,
                     "processes": len(c.descendants(server.pid)),
@@ -509,6 +570,11 @@ def derived(figures: dict[str, dict[str, object]], reference: float, import_run:
         if d_in is not None and d1_in is not None:
             out["d_fixed_cost_in_process_s"] = d1_in
             out["d_per_sample_ms_in_process_fixed_cost_adjusted_minus_reference"] = per_sample(d_in - d1_in - reference)
+        f_in, f1_in = inproc_s("f"), inproc_s("f1")
+        if f_in is not None and f1_in is not None:
+            out["f_prefect_floor_per_sample_ms"] = per_sample(f_in - f1_in - reference)
+            if d_in is not None and d1_in is not None:
+                out["d_assay_above_prefect_floor_per_sample_ms"] = per_sample((d_in - d1_in) - (f_in - f1_in))
     targets = []
 
     def target(name: str, value: float | None, limit: float, unit: str) -> None:

@@ -99,6 +99,7 @@ class Recorder:
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
+        self.store.prepare_evidence(self.run_id)
 
     def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -21,6 +22,17 @@ from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.rundoc import RunResult, encode, load_run, to_document, write_json_atomic
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def append_line(path: Path, document: object) -> None:
+    """Append one JSON line with a single write: a crash leaves whole lines and at most
+    one torn last line, which readers skip."""
+    data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
 
 
 def new_run_id() -> str:
@@ -52,18 +64,23 @@ class Store:
     def baseline_file(self, name: str) -> Path:
         return self.root / "baselines" / f"{slug(name)}.json"
 
+    def evidence_file(self, run_id: str, row_index: int, row_name: str) -> Path:
+        return self.run_dir(run_id) / "evidence" / f"{row_index:04d}-{slug(row_name)}.jsonl"
+
+    def prepare_evidence(self, run_id: str) -> None:
+        """Create the evidence folder once, so each sample costs a single append."""
+        (self.run_dir(run_id) / "evidence").mkdir(parents=True, exist_ok=True)
+
     def write_sample(self, run_id: str, row_index: int, row_name: str, sample: SampleResult) -> None:
-        """Evidence of one finished sample, written atomically as soon as it exists."""
-        folder = self.run_dir(run_id) / "samples" / f"{row_index:04d}-{slug(row_name)}"
-        write_json_atomic(folder / f"{sample.index}.json", encode(sample))
+        """Append one finished sample's evidence to its row's file, as soon as it exists."""
+        append_line(self.evidence_file(run_id, row_index, row_name), {"sample": encode(sample)})
 
     def write_row(self, run_id: str, row_index: int, row: RowResult) -> None:
-        """A finished row beside its samples' files (which hold the outputs, so it does not)."""
-        folder = self.run_dir(run_id) / "samples" / f"{row_index:04d}-{slug(row.name)}"
+        """Close a row's evidence with its result (its samples' lines already hold the outputs)."""
         document = encode(row)
         assert isinstance(document, dict)
-        document["samples"] = [f"{sample.index}.json" for sample in row.samples]
-        write_json_atomic(folder / "row.json", document)
+        document["samples"] = len(row.samples)
+        append_line(self.evidence_file(run_id, row_index, row.name), {"row": document})
 
     def write_run(self, run: RunResult) -> Path:
         """Write ``run.json`` and point ``latest.json`` at it; return the run file."""

@@ -52,19 +52,18 @@ def process_groups(run_id: str) -> ProcessGroups:
         return _GROUPS.setdefault(run_id, ProcessGroups())
 
 
-@task(name="sample", retries=0, cache_policy=NO_CACHE, persist_result=False)
+@task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> SampleResult:
     """One execution of a row's command, checked."""
     return run_sample(row, index, deadline, settings, process_groups(settings.run_id))
 
 
-@task(name="row", retries=0, cache_policy=NO_CACHE, persist_result=False)
+@task(name="row", task_run_name="{row.name}", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResult:
     """Every sample of one row, serially, under the row's time budget."""
 
     def as_task(spec: RowSpec, index: int, deadline: float) -> SampleResult:
-        named = sample_task.with_options(name=f"{spec.name} #{index}")
-        return named(opaque(spec), index, deadline, opaque(settings))
+        return sample_task(opaque(spec), index, deadline, opaque(settings))
 
     groups = process_groups(settings.run_id)
     result = run_row(row, settings, groups, sample_runner=as_task, on_sample=recorder.on_sample)

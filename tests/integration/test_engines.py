@@ -102,10 +102,10 @@ def test_run_document_round_trips(tmp_path: Path) -> None:
 def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
     fixture = write_matrix(tmp_path)
     run_local(fixture, tmp_path / "state")
-    samples = sorted(p.relative_to(tmp_path / "state") for p in (tmp_path / "state").rglob("*.json"))
-    names = {p.as_posix() for p in samples}
-    assert "runs/local-run/samples/0000-counted/2.json" in names
-    assert "runs/local-run/samples/0000-counted/row.json" in names
+    evidence = tmp_path / "state" / "runs" / "local-run" / "evidence" / "0000-counted.jsonl"
+    lines = [json.loads(line) for line in evidence.read_text().splitlines()]
+    assert [line["sample"]["index"] for line in lines[:-1]] == [0, 1, 2]
+    assert lines[-1]["row"]["name"] == "counted" and lines[-1]["row"]["samples"] == 3
     assert os.path.getsize(tmp_path / "state" / "runs" / "local-run" / "run.json") > 0
 
 
