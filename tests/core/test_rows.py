@@ -23,6 +23,7 @@ from fixtures_core.results import RowResult, SampleResult, combine_outcomes, wor
 from fixtures_core.rows import RunSettings, run_row, run_sample, template_values
 from fixtures_core.sampling import ProcessGroups
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
+from tests.processes import gone_soon, is_gone
 
 
 def q(path: Path) -> str:
@@ -70,26 +71,6 @@ def settings(tmp_path: Path) -> RunSettings:
 
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
-
-
-def is_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def gone_soon(pid: int) -> bool:
-    for _ in range(250):  # bounded poll: SIGKILL delivery is asynchronous
-        if is_gone(pid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.fixture

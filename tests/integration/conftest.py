@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from flows.prefect_env import quiet_prefect
 quiet_prefect()
 
 REPO = Path(__file__).resolve().parents[2]
+WIDE = {"COLUMNS": "200"}  # one terminal line per table row, whatever the test runner's width
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +45,17 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+def run_local(fixture: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run a fixture with the local engine; the finished process and its run document (``--json``)."""
+    target = tmp_path / "run.json"
+    done = run_cli(
+        [str(fixture), "--engine", "local", "--out", str(tmp_path / "state"), "--json", str(target), *extra],
+        cwd=tmp_path,
+        env=WIDE,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    document = json.loads(target.read_text()) if target.exists() else {}
+    return done, document

@@ -13,6 +13,7 @@ from fixtures_core.rundoc import RunResult, load_run, to_document
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
 from fixtures_core.sampling import ProcessGroups
 from flows.local import run_rows_locally
+from tests.processes import gone_soon
 
 MATRIX = """---
 timeout: 20s
@@ -37,7 +38,7 @@ def write_matrix(folder: Path) -> Path:
     return path
 
 
-def run_local(fixture: Path, out: Path) -> RunResult:
+def run_local_engine(fixture: Path, out: Path) -> RunResult:
     options = RunOptions(paths=(str(fixture),), out=str(out), engine="local")
     matrix = plan(options)
     recorder = Recorder(store_for(options), "local-run", matrix)
@@ -57,9 +58,7 @@ def verdicts(run: RunResult) -> dict[str, tuple[str, int]]:
 
 def assert_dead(pids: list[int]) -> None:
     for pid in pids:
-        state = Path(f"/proc/{pid}/stat")
-        if state.exists():  # a zombie awaiting its reaper is dead too
-            assert state.read_text().split(") ")[1].startswith("Z"), f"process {pid} is still running"
+        assert gone_soon(pid), f"process {pid} is still running"
 
 
 @pytest.mark.usefixtures("prefect_backend")
@@ -83,7 +82,7 @@ def test_prefect_flow_runs_the_matrix_like_the_local_engine(tmp_path: Path) -> N
     assert "no such key: zz" in (missing.samples[0].error or "")
 
     (tmp_path / "counter.txt").unlink()
-    local_run = run_local(fixture, tmp_path / "state-local")
+    local_run = run_local_engine(fixture, tmp_path / "state-local")
     assert verdicts(local_run) == expected
     assert (tmp_path / "counter.txt").read_text().count("x") == 3
 
@@ -101,7 +100,7 @@ def test_run_document_round_trips(tmp_path: Path) -> None:
 
 def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
     fixture = write_matrix(tmp_path)
-    run_local(fixture, tmp_path / "state")
+    run_local_engine(fixture, tmp_path / "state")
     evidence = tmp_path / "state" / "runs" / "local-run" / "evidence" / "0000-counted.jsonl"
     lines = [json.loads(line) for line in evidence.read_text().splitlines()]
     assert [line["sample"]["index"] for line in lines[:-1]] == [0, 1, 2]

@@ -10,7 +10,6 @@ below 60.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import REPO, run_cli
+from tests.integration.conftest import REPO, run_local
 
 FAKE_AGENT = REPO / "examples" / "fake_agent.py"
-WIDE = {"COLUMNS": "200"}  # one terminal line per table row, whatever the test runner's width
 
 AGENT_MATRIX = """\
 ---
@@ -64,20 +62,6 @@ def line_of(text: str, needle: str) -> int:
     return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-def run(fixture: Path, tmp_path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
-    """Run a fixture; return the finished process and the run document (--json)."""
-    target = tmp_path / "run.json"
-    done = run_cli(
-        [str(fixture), "--engine", "local", "--out", str(tmp_path / "state"), "--json", str(target), *extra],
-        cwd=tmp_path,
-        env=WIDE,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    document = json.loads(target.read_text()) if target.exists() else {}
-    return done, document
-
-
 def rows_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for fixture in document["fixtures"] for row in fixture["rows"]}
 
@@ -102,7 +86,7 @@ def sample_values(row: dict[str, Any], metric: str) -> list[float]:
 
 
 def test_the_regressed_row_and_only_it_fails(tmp_path: Path) -> None:
-    done, document = run(agent_matrix(tmp_path, 25), tmp_path)
+    done, document = run_local(agent_matrix(tmp_path, 25), tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     rows = rows_of(document)
     assert {name: row["status"] for name, row in rows.items()} == {"API high": "PASS", "CLI high": "FAIL"}
@@ -148,7 +132,7 @@ def test_the_regressed_row_and_only_it_fails(tmp_path: Path) -> None:
 
 
 def test_a_regression_within_the_allowed_percent_passes(tmp_path: Path) -> None:
-    done, document = run(agent_matrix(tmp_path, 60), tmp_path)
+    done, document = run_local(agent_matrix(tmp_path, 60), tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = rows_of(document)
     assert {name: row["status"] for name, row in rows.items()} == {"API high": "PASS", "CLI high": "PASS"}
@@ -177,7 +161,7 @@ echo done
 - contains: done
 """,
     )
-    done, document = run(fixture, tmp_path, "--repeat", "2")
+    done, document = run_local(fixture, tmp_path, "--repeat", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = rows_of(document)
     assert set(rows) == {"echo json", "plain", "block"}
@@ -211,7 +195,7 @@ def test_a_missing_baseline_row_is_a_configuration_error(tmp_path: Path, key: st
 | API high | `touch {marker}; echo '{{"d": 1}}'` |
 """
     fixture = write(tmp_path, "missing.md", text)
-    done, _ = run(fixture, tmp_path)
+    done, _ = run_local(fixture, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     line = line_of(text, "- name: duration_ms")
     assert f"{fixture}:{line}:" in done.stderr
@@ -256,7 +240,7 @@ echo '{{"d": 11}}'
 ```
 """
     fixture = write(tmp_path, "units.md", text)
-    done, _ = run(fixture, tmp_path)
+    done, _ = run_local(fixture, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     line = _block_metric_line(text)
     assert f"{fixture}:{line}:" in done.stderr
@@ -292,7 +276,7 @@ measurements:
 | other | `echo '{"d": 5}'` |
 """,
     )
-    done, document = run(fixture, tmp_path)
+    done, document = run_local(fixture, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     rows = rows_of(document)
     assert rows["base"]["status"] == "PASS"
@@ -325,7 +309,7 @@ metrics:
 | r | `if [ "$ASSAY_SAMPLE" = 1 ]; then echo '{"d": "slow"}'; else echo '{"d": 3}'; fi` |
 """,
     )
-    done, document = run(fixture, tmp_path)
+    done, document = run_local(fixture, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     row = rows_of(document)["r"]
     assert row["status"] == "ERR"

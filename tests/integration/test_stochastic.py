@@ -8,16 +8,13 @@ out by hand from those patterns.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import run_cli
-
-WIDE = {"COLUMNS": "200"}  # one terminal line per table row, whatever the test runner's width
+from tests.integration.conftest import run_local
 
 # Five samples per row (indices 0..4); a sample passes when its command exits 0.
 #   alternating (arm a): passes on {0, 2, 4}  -> c = 3
@@ -61,18 +58,6 @@ PASSING_SAMPLES = {"alternating": [0, 2, 4], "steady": [0, 1, 2, 3, 4], "broken"
 # arm b (broken, lucky; parked skipped): pass@2 = (0 + 2/5)/2 = 0.2, pass^2 = 0, rows 0 and 0 of 2
 
 
-def run(tmp_path: Path, fixture: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
-    target = tmp_path / "run.json"
-    done = run_cli(
-        [str(fixture), "--engine", "local", "--out", str(tmp_path / "state"), "--json", str(target), *extra],
-        cwd=tmp_path,
-        env=WIDE,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done, json.loads(target.read_text())
-
-
 def rows_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for fixture in document["fixtures"] for row in fixture["rows"]}
 
@@ -96,7 +81,7 @@ def table_line(stdout: str, row: str) -> list[str]:
 
 def test_known_pass_pattern_gives_exact_row_group_and_suite_figures(tmp_path: Path) -> None:
     fixture, counter = pattern_fixture(tmp_path)
-    done, document = run(tmp_path, fixture, "--k", "2", "--group-by", "arm")
+    done, document = run_local(fixture, tmp_path, "--k", "2", "--group-by", "arm")
     assert done.returncode == 1, done.stdout + done.stderr  # failing samples still fail their rows
 
     # Every sample of every non-skipped row ran exactly once, skipped rows never.
@@ -165,7 +150,7 @@ def test_known_pass_pattern_gives_exact_row_group_and_suite_figures(tmp_path: Pa
 
 def test_k_above_the_sample_count_withholds_rows_and_headlines(tmp_path: Path) -> None:
     fixture, _ = pattern_fixture(tmp_path)
-    done, document = run(tmp_path, fixture, "--k", "9", "--group-by", "arm")
+    done, document = run_local(fixture, tmp_path, "--k", "9", "--group-by", "arm")
     assert done.returncode == 1, done.stdout + done.stderr  # the verdict does not depend on k
     rows = rows_of(document)
     counted = ["alternating", "steady", "broken", "lucky"]
@@ -198,7 +183,7 @@ def test_an_indeterminate_sample_withholds_the_row_and_the_headline(tmp_path: Pa
         "| judged | `echo ok` | `sample == 1` |\n"
         "| clear | `echo ok` | `false` |\n"
     )
-    done, document = run(tmp_path, fixture)
+    done, document = run_local(fixture, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr  # needing judgment is not a failure
     rows = rows_of(document)
     judged = rows["judged"]
@@ -217,7 +202,7 @@ def test_an_indeterminate_sample_withholds_the_row_and_the_headline(tmp_path: Pa
 def test_repeat_one_without_flags_keeps_the_verdict(tmp_path: Path) -> None:
     fixture = tmp_path / "single.md"
     fixture.write_text("| Name | Command |\n|---|---|\n| good | `true` |\n| bad | `false` |\n")
-    done, document = run(tmp_path, fixture)
+    done, document = run_local(fixture, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert document["status"] == "FAIL"
     rows = rows_of(document)
