@@ -35,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         print("error: schedules need a Prefect server: start one and set PREFECT_API_URL", file=sys.stderr)
         return 2
+    from fixtures_core.errors import AssayError, ValidationFailed
+    from fixtures_core.runner import RunOptions, plan
     from flows.matrix import matrix_flow
 
     options = {
@@ -45,6 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "baseline": args.baseline,
         "tolerance": args.tolerance,
     }
+    try:
+        plan(RunOptions.from_mapping(options))  # a typo must fail now, not at 02:00
+    except ValidationFailed as exc:
+        print("\n".join(f"error: {e}" for e in exc.errors), file=sys.stderr)
+        return 2
+    except AssayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     matrix_flow.serve(name=args.name, cron=args.cron, parameters={"options": options, "raise_on_failure": True})
     return 0
 

@@ -21,7 +21,8 @@ and this module only compares two ``RunResult`` values (no I/O). The rules
   ``threshold.regressionPercent``, and its aggregate worsened by more than
   that percent (``metrics.regression_percent``). Other metrics, cost among
   them, are shown as informational. A metric on one side only, a missing
-  value or a zero baseline value is shown with a note, never compared.
+  value, an incomplete aggregate (status ``not_evaluated`` or ``error`` on
+  either side) or a zero baseline value is shown with a note, never compared.
 * p-values (Mann-Whitney U over per-sample metric values, Fisher's exact
   test over sample pass counts) are information; they never gate.
 * The gate fails closed: a baseline without rows, or no row in common that
@@ -387,6 +388,11 @@ def _metric_delta(row: str, name: str, before: MetricSummary | None, after: Metr
     for side, summary in (("baseline", before), ("current", after)):
         if summary.value is None:
             return _noted(unshown, f"no value in {side}" + (f": {summary.error}" if summary.error else ""))
+        # Seed 01: an aggregate is comparable only when every required sample gave a value.
+        if summary.status == "not_evaluated":
+            return _noted(unshown, f"{side} value incomplete: {summary.error or 'not every sample gave a value'}")
+        if summary.status not in ("pass", "fail"):
+            return _noted(unshown, f"{side} error: {summary.error or summary.status}")
     assert before.value is not None and after.value is not None
     if before.value == 0:
         return _noted(unshown, "baseline value is 0: a relative change is undefined; not compared")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from fixtures_core.spec import RowSpec
 
 FILES_LIMIT = 1024 * 1024
 _EXCERPT = 120
+_FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
 _CEL_TYPES = {bool: "bool", str: "string", bytes: "bytes", bytearray: "bytes", list: "list", dict: "map"}
 
 
@@ -38,7 +40,7 @@ class RowPrograms:
 
     @property
     def uses_files(self) -> bool:
-        return any("files" in p.expression for p in self._all())
+        return any(_FILES_WORD.search(p.expression) for p in self._all())
 
     def _all(self) -> list[Program]:
         found = [p for p in (self.assertion, self.indeterminate) if p is not None]
@@ -89,7 +91,9 @@ def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) ->
     metrics = {name: _extract(name, program, context, not_json, index) for name, program in programs.metrics.items()}
     indeterminate = _indeterminate(programs.indeterminate, context, not_json)
     errors = [c.error for c in (assertion, indeterminate) if c is not None and c.status == "error"]
-    errors += [f"metric {name}: {m.error}" for name, m in metrics.items() if m.status == "error"]
+    # A non-gating metric (gate: false) never fails or errors a row: its error stays on its value only.
+    gating = {m.name for m in row.metrics if m.gate}
+    errors += [f"metric {name}: {m.error}" for name, m in metrics.items() if m.status == "error" and name in gating]
     status: Status = "ERR" if errors else ("FAIL" if assertion is not None and assertion.status == "fail" else "PASS")
     return SampleResult(
         status=status,

@@ -146,8 +146,7 @@ def _summary(metric: MetricSpec, required: int, extracted: Extracted) -> MetricS
 
 
 def _baseline_name(spec: RowSpec, metric_name: str) -> str | None:
-    metric = next(m for m in spec.metrics if m.name == metric_name)
-    return None if metric.baseline in (None, spec.name) else metric.baseline
+    return next(m for m in spec.metrics if m.name == metric_name).baseline_for(spec.name)
 
 
 def _compare(
@@ -164,20 +163,36 @@ def _compare(
     baseline_row = rows_by_name.get(baseline_name)
     other = summaries.get(baseline_row.id, {}).get(name) if baseline_row is not None else None
     if other is None:
-        if baseline_row is None:
-            missing = f"baseline row '{baseline_name}' is not in this run"
-        elif baseline_row.status == "SKIP":
-            missing = f"baseline row '{baseline_name}' was skipped"
-        else:
-            missing = f"baseline row '{baseline_name}' has no metric '{name}'"
-        comparison = MetricComparison(baseline_name, "not_evaluated", error=missing)
+        comparison = _impossible(baseline_name, name, baseline_row, gating=allowed is not None)
     else:
         comparison = _comparison(baseline_name, summary, other, allowed)
-    status = (
-        combine_outcomes([summary.status, comparison.status]) if summary.status != "not_evaluated" else summary.status
+    return replace(
+        summary,
+        comparison=comparison,
+        status=_compared_status(summary.status, comparison.status, gating=allowed is not None),
+        error=summary.error if summary.status in ("fail", "error") else comparison.error,
     )
-    error = summary.error if summary.status in ("fail", "error") else comparison.error
-    return replace(summary, comparison=comparison, status=status, error=error)
+
+
+def _impossible(baseline_name: str, name: str, baseline_row: RowResult | None, gating: bool) -> MetricComparison:
+    """A comparison that cannot be made: an error when it gates (fail closed), else not evaluated."""
+    if baseline_row is None:
+        reason = f"baseline row '{baseline_name}' is not in this run"
+    elif baseline_row.status == "SKIP":
+        reason = f"baseline row '{baseline_name}' was skipped"
+    else:
+        reason = f"baseline row '{baseline_name}' has no metric '{name}'"
+    return MetricComparison(baseline_name, "error" if gating else "not_evaluated", error=reason)
+
+
+def _compared_status(own: Outcome, comparison: Outcome, gating: bool) -> Outcome:
+    """A metric's outcome with its comparison: a gating comparison that was not evaluated
+    leaves the metric not evaluated, never "pass"."""
+    if own == "not_evaluated":
+        return own
+    if comparison == "not_evaluated" and gating and own == "pass":
+        return "not_evaluated"
+    return combine_outcomes([own, comparison])
 
 
 def _comparison(

@@ -47,12 +47,15 @@ def load_matrix(paths: Sequence[str]) -> Matrix:
 
 
 def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = None) -> Matrix:
-    """Keep rows whose name matches ``name_glob``; override every row's repeat."""
+    """Keep rows whose name matches ``name_glob``, and the baseline rows they compare
+    with (a comparison must never be dropped by a filter); override every row's repeat."""
     if repeat is not None and repeat < 1:
         raise UsageError(f"--repeat must be a whole number >= 1, got {repeat}")
+    wanted = {r.name for r in matrix.rows if name_glob is None or fnmatch.fnmatchcase(r.name, name_glob)}
+    wanted |= _baselines_of(matrix, wanted)
     files = []
     for fixture in matrix.files:
-        rows = [r for r in fixture.rows if name_glob is None or fnmatch.fnmatchcase(r.name, name_glob)]
+        rows = [r for r in fixture.rows if r.name in wanted]
         if repeat is not None:
             rows = [replace(r, repeat=repeat) for r in rows]
         files.append(replace(fixture, rows=tuple(rows)))
@@ -60,3 +63,14 @@ def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = No
     if not selected.rows:
         raise UsageError(f"--filter {name_glob!r} matches no row" if name_glob else "the fixtures contain no rows")
     return selected
+
+
+def _baselines_of(matrix: Matrix, names: set[str]) -> set[str]:
+    """Every row name that the named rows compare with, directly or through other baseline rows."""
+    found: set[str] = set()
+    frontier = set(names)
+    while frontier:
+        needed = set().union(*(r.compared_baselines() for r in matrix.rows if r.name in frontier))
+        frontier = needed - names - found
+        found |= frontier
+    return found

@@ -93,9 +93,27 @@ class _Defaults:
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
 
 
+def fixture_identity(path: Path) -> str:
+    """How runs name a fixture file, the same from any working directory.
+
+    Relative to the enclosing git work tree when there is one (a nightly job
+    with absolute paths and a developer in a subfolder name it alike), else
+    relative to the working directory when below it, else absolute.
+    """
+    absolute = path.resolve()
+    for folder in absolute.parents:
+        if (folder / ".git").exists():
+            return absolute.relative_to(folder).as_posix()
+    try:
+        return absolute.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
 def parse_file(path: str | Path) -> FixtureFile:
-    """Read and parse one fixture file; the path is kept as given for identity."""
+    """Read and parse one fixture file; errors name it as given, results by ``fixture_identity``."""
     display = Path(path).as_posix()
+    identity = fixture_identity(Path(path))
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -105,11 +123,12 @@ def parse_file(path: str | Path) -> FixtureFile:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise FixtureError(display, line, f"not UTF-8 text (byte {exc.start})") from None
-    return FixtureFile(path=display, sha256=hashlib.sha256(data).hexdigest(), rows=parse_text(text, display))
+    rows = parse_text(text, display, identity=identity)
+    return FixtureFile(path=display, sha256=hashlib.sha256(data).hexdigest(), rows=rows, identity=identity)
 
 
-def parse_text(text: str, path: str) -> tuple[RowSpec, ...]:
-    """Parse fixture Markdown into rows, in file order."""
+def parse_text(text: str, path: str, identity: str | None = None) -> tuple[RowSpec, ...]:
+    """Parse fixture Markdown into rows, in file order; ``identity`` names the file in results."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
     defaults, body_start = _read_frontmatter(lines, path)
     body = "\n".join(lines[body_start:])
@@ -130,7 +149,8 @@ def parse_text(text: str, path: str) -> tuple[RowSpec, ...]:
             if token.type in ("paragraph_open", "heading_open"):
                 _reject_broken_table(token, lines, body_start, path)
             index += 1
-    return tuple(rows)
+    folder = str(Path(path).resolve().parent)
+    return tuple(replace(row, source_dir=folder, fixture_id=identity or path) for row in rows)
 
 
 # --- frontmatter ---------------------------------------------------------------
@@ -321,13 +341,18 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, defaults:
 
 
 def _table_argv(cell: str | None, default: str | None, args: tuple[str, ...], where: Where) -> tuple[str, ...]:
-    """A Command cell that is a command line (spaces, shell operators) runs through bash, as in Gavel."""
+    """A Command cell that is a command line (spaces, shell operators) runs through bash, as in Gavel.
+
+    Its arguments reach that shell as positional parameters (``"$@"``), each
+    rendered per sample as one argv item: a property holding quotes or shell
+    syntax stays one literal argument and is never parsed by the shell.
+    """
     if cell is None:
         if default is None:
             raise where.error("Command", "no command: set exec in the frontmatter or fill a Command column")
         return (default, *args)
     if any(ch in cell for ch in _SHELL_CHARS):
-        return ("bash", "-c", " ".join((cell, *(shlex.quote(a) for a in args))))
+        return ("bash", "-c", f'{cell} "$@"', "bash", *args) if args else ("bash", "-c", cell)
     return (cell, *args)
 
 

@@ -200,8 +200,9 @@ def verdict_line(run: RunResult) -> Text:
     counts = f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
     text = Text(f"\n{run.verdict}", style=_STYLE[run.verdict] + " bold")
     text.append(f"  {counts}")
-    if run.comparison is not None:
-        text.append("; regression against the baseline" if run.comparison.regressed else "; no regression")
+    comparison = run.comparison
+    if comparison is not None and comparison.error is None:
+        text.append("; regression against the baseline" if comparison.regressed else "; no regression")
     if run.error:
         text.append(f"\nerror: {run.error}", style="magenta")
     return text
@@ -209,7 +210,7 @@ def verdict_line(run: RunResult) -> Text:
 
 def markdown(run: RunResult) -> str:
     """A Markdown summary (counts, verdicts, metric values) for a Prefect artifact."""
-    lines = [f"# assay run `{run.run_id}`: **{run.status}**", "", "| row | status | passed | median | metrics |",
+    lines = [f"# assay run `{run.run_id}`: **{run.verdict}**", "", "| row | status | passed | median | metrics |",
              "|---|---|---:|---:|---|"]  # fmt: skip
     for row in run.rows:
         metrics = "; ".join(
@@ -221,6 +222,8 @@ def markdown(run: RunResult) -> str:
         )
     s = run.summary
     lines += ["", f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"]
+    if run.comparison is not None:
+        lines += ["", "```", *render_comparison(run.comparison), "```"]
     return "\n".join(lines)
 
 

@@ -62,7 +62,9 @@ def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings,
 def template_values(row: RowSpec, index: int, tmpdir: str) -> dict[str, object]:
     """What ``{{ .name }}`` can refer to in one sample."""
     values: dict[str, object] = dict(row.properties)
-    values.update(name=row.name, sample=index, tmpdir=tmpdir, sourceDir=str(Path(row.file).resolve().parent))
+    values.update(
+        name=row.name, sample=index, tmpdir=tmpdir, sourceDir=row.source_dir or str(Path(row.file).resolve().parent)
+    )
     return values
 
 
@@ -99,10 +101,16 @@ def run_row(
     return _result(row, tuple(samples), status, error)
 
 
+def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
+    """An ERR result for a row whose execution raised (a bug, an I/O or orchestration
+    failure): the run goes on and reports it, instead of losing every other row."""
+    return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}")
+
+
 def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, error: str | None) -> RowResult:
     return RowResult(
         id=row.id,
-        file=row.file,
+        file=row.fixture_id or row.file,
         name=row.name,
         line=row.line,
         status=status,

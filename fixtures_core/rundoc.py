@@ -222,8 +222,11 @@ def _decode(value: object, hint: Any) -> object:
             raise TypeError(f"expected an object, got {type(value).__name__}")
         _key, item_hint = get_args(hint) or (str, Any)
         return {k: _decode(v, item_hint) for k, v in value.items()}
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+    if hint in (int, float, str, bool):
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+            raise TypeError(f"expected {hint.__name__}, got {type(value).__name__} {value!r}")
     return value
 
 

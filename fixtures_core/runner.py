@@ -7,7 +7,6 @@ An engine (the local thread pool, or the Prefect flow) only decides where
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -70,32 +69,63 @@ class RunOptions:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
 
 
-def plan(options: RunOptions) -> Matrix:
+@dataclass(frozen=True)
+class Baseline:
+    """A saved run to compare with, and where it was found."""
+
+    path: str
+    run: RunResult
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will execute, checked before anything runs."""
+
+    matrix: Matrix
+    baseline: Baseline | None = None
+
+
+def plan(options: RunOptions) -> Plan:
     """Load, validate and select the rows of a run; raise before anything runs.
 
-    A baseline is loaded here too: a missing or unreadable one stops the run
-    before it spends anything (the gate fails closed).
+    A baseline is loaded here too, and must share rows with the matrix: a
+    missing, unreadable or unrelated one stops the run before it spends
+    anything (the gate fails closed).
     """
     options.check()
-    if options.baseline is not None:
-        load_baseline(options)
+    baseline = load_baseline(options) if options.baseline is not None else None
     matrix = load_matrix(options.paths)
     errors = validate_matrix(matrix)
     if errors:
         raise ValidationFailed(errors)
-    return select(matrix, options.filter, options.repeat)
+    selected = select(matrix, options.filter, options.repeat)
+    if baseline is not None:
+        check_overlap(selected, baseline)
+    return Plan(selected, baseline)
+
+
+def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
+    """Raise BaselineError unless some row of the matrix is in the baseline (by file and name)."""
+    ours = {(row.fixture_id or row.file, row.name) for row in matrix.rows}
+    theirs = {(row.file, row.name) for row in baseline.run.rows}
+    if not ours & theirs:
+        files = sorted({f for f, _ in theirs})
+        mine = sorted({f for f, _ in ours})
+        raise BaselineError(
+            baseline.path,
+            f"no row in common with this run (baseline rows are in {', '.join(files)}; "
+            f"this run's in {', '.join(mine)})",
+        )
 
 
 @dataclass
 class Recorder:
-    """Writes evidence as it is produced and keeps what finished, for a partial run."""
+    """Writes a run's evidence as it is produced: each sample, then each row's raw result."""
 
     store: Store
     run_id: str
     matrix: Matrix
     started_at: str = field(default_factory=utc_now)
-    _rows: dict[str, RowResult] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
@@ -105,13 +135,8 @@ class Recorder:
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
 
     def on_row(self, row: RowResult) -> None:
-        with self._lock:
-            self._rows[row.id] = row
+        """A row's samples are done; its metrics and comparisons come at finalize."""
         self.store.write_row(self.run_id, self._index[row.id], row)
-
-    def finished_rows(self) -> list[RowResult]:
-        with self._lock:
-            return list(self._rows.values())
 
 
 def interruption(groups: ProcessGroups) -> str | None:
@@ -119,11 +144,17 @@ def interruption(groups: ProcessGroups) -> str | None:
     return "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
 
 
-def complete(recorder: Recorder, options: RunOptions, rows: Sequence[RowResult], error: str | None = None) -> RunResult:
+def complete(
+    recorder: Recorder,
+    options: RunOptions,
+    rows: Sequence[RowResult],
+    error: str | None = None,
+    baseline: Baseline | None = None,
+) -> RunResult:
     """Finalize the rows, build the run document, write it; return it."""
     matrix = recorder.matrix
     finished = finalize_rows(matrix.rows, rows, options.k)
-    by_file: dict[str, list[RowResult]] = {f.path: [] for f in matrix.files}
+    by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
     for row in finished:
         by_file[row.file].append(row)
     summary = summarize(finished, options.k, options.group_by)
@@ -139,38 +170,38 @@ def complete(recorder: Recorder, options: RunOptions, rows: Sequence[RowResult],
         error=error,
         environment=environment(),
         options=options.recorded(),
-        fixtures=tuple(FixtureResult(f.path, f.sha256, tuple(by_file[f.path])) for f in matrix.files),
+        fixtures=tuple(
+            FixtureResult(f.identity or f.path, f.sha256, tuple(by_file[f.identity or f.path])) for f in matrix.files
+        ),
         summary=summary,
     )
-    run = compare_with_baseline(run, options)
+    run = compare_with_baseline(run, options, baseline)
     recorder.store.write_run(run)
     return run
 
 
-def load_baseline(options: RunOptions) -> tuple[str, RunResult]:
-    """The baseline run of these options and where it was found."""
+def load_baseline(options: RunOptions) -> Baseline:
+    """The baseline run of these options; BaselineError when it cannot serve as one."""
     assert options.baseline is not None
     path = store_for(options).resolve_run(options.baseline)
     baseline = load_run(path)
     if not baseline.rows:
         raise BaselineError(str(path), "baseline has no rows")
-    return str(path), baseline
+    return Baseline(str(path), baseline)
 
 
-def compare_with_baseline(run: RunResult, options: RunOptions) -> RunResult:
+def compare_with_baseline(run: RunResult, options: RunOptions, baseline: Baseline | None) -> RunResult:
     """The run with its comparison; an errored run gets none (its own error decides).
 
-    A baseline that cannot be compared (no row in common, ...) makes the run
-    ERR: the gate fails closed and never reports "no regression".
+    A baseline that cannot be compared (no row in common ran, ...) makes the
+    run ERR: the gate fails closed and never reports "no regression".
     """
-    if options.baseline is None or run.status == "ERR":
+    if baseline is None or run.status == "ERR":
         return run
-    path = options.baseline
     try:
-        path, baseline = load_baseline(options)
-        comparison = compare(baseline, run, options.tolerance, path)
+        comparison = compare(baseline.run, run, options.tolerance, baseline.path)
     except BaselineError as exc:
-        failed = Comparison(path, options.tolerance, False, (), (), (), (), (), (), error=str(exc))
+        failed = Comparison(baseline.path, options.tolerance, False, (), (), (), (), (), (), error=str(exc))
         return replace(run, status="ERR", error=str(exc), comparison=failed)
     return replace(run, comparison=comparison)
 

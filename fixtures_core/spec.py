@@ -45,6 +45,11 @@ class MetricSpec:
     threshold: Threshold = field(default_factory=Threshold)
     gate: bool = True
 
+    def baseline_for(self, row_name: str) -> str | None:
+        """The row this metric of ``row_name`` compares with; None when it has no
+        baseline or names the row itself (inherited from the frontmatter: it is the baseline)."""
+        return None if self.baseline == row_name else self.baseline
+
 
 @dataclass(frozen=True)
 class Expectation:
@@ -77,20 +82,31 @@ class RowSpec:
     metrics: tuple[MetricSpec, ...] = ()
     skip: str | None = None
     indeterminate: str | None = None
+    source_dir: str = ""  # the fixture file's folder, absolute: ``{{ .sourceDir }}``
+    fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
 
     @property
     def id(self) -> str:
         """Stable identity of a row across runs: file and name."""
-        return f"{self.file}::{self.name}"
+        return f"{self.fixture_id or self.file}::{self.name}"
+
+    def compared_baselines(self) -> set[str]:
+        """Names of the other rows this row's metrics compare with (a row naming itself is the baseline)."""
+        return {name for m in self.metrics if (name := m.baseline_for(self.name)) is not None}
 
 
 @dataclass(frozen=True)
 class FixtureFile:
-    """A parsed fixture file and the digest of its bytes."""
+    """A parsed fixture file and the digest of its bytes.
+
+    ``path`` is as the user gave it (for messages); ``identity`` is how run
+    documents name the file, the same from any working directory.
+    """
 
     path: str
     sha256: str
     rows: tuple[RowSpec, ...]
+    identity: str = ""
 
 
 @dataclass(frozen=True)

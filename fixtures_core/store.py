@@ -1,9 +1,9 @@
 """The state folder (``.assay`` by default): runs, evidence, latest, baselines.
 
-.assay/runs/<run-id>/run.json            the run document (append-only)
-.assay/runs/<run-id>/samples/<row>/<i>.json   evidence, written as samples finish
-.assay/latest.json                       a copy of the newest run document
-.assay/baselines/<name>.json             runs promoted by ``assay bless``
+.assay/runs/<run-id>/run.json               the run document (append-only)
+.assay/runs/<run-id>/evidence/<row>.jsonl   a line per sample as it finishes, then the raw row
+.assay/latest.json                          a hard link to the newest run document
+.assay/baselines/<name>.json                runs promoted by ``assay bless``
 """
 
 from __future__ import annotations
@@ -76,11 +76,13 @@ class Store:
         append_line(self.evidence_file(run_id, row_index, row_name), {"sample": encode(sample)})
 
     def write_row(self, run_id: str, row_index: int, row: RowResult) -> None:
-        """Close a row's evidence with its result (its samples' lines already hold the outputs)."""
+        """Close a row's evidence with its raw result: its samples' verdict before finalize
+        adds metrics and comparisons (run.json has the final one). The sample lines above
+        already hold the outputs, so only their count is repeated."""
         document = encode(row)
         assert isinstance(document, dict)
         document["samples"] = len(row.samples)
-        append_line(self.evidence_file(run_id, row_index, row.name), {"row": document})
+        append_line(self.evidence_file(run_id, row_index, row.name), {"raw_row": document})
 
     def write_run(self, run: RunResult) -> Path:
         """Write ``run.json`` and point ``latest.json`` at it; return the run file."""

@@ -72,11 +72,12 @@ def _row_errors(row: RowSpec) -> list[FixtureError]:
 def _baseline_errors(row: RowSpec, rows_by_name: dict[str, list[RowSpec]]) -> list[FixtureError]:
     errors = []
     for metric in row.metrics:
-        if metric.baseline is None or metric.baseline == row.name:
-            continue  # a row that inherits a baseline naming itself is the baseline
+        baseline = metric.baseline_for(row.name)
+        if baseline is None:
+            continue
         field = f"metrics[{metric.name}].baseline"
         where = f"row '{row.name}' (line {row.line})"
-        candidates = rows_by_name.get(metric.baseline, [])
+        candidates = rows_by_name.get(baseline, [])
         if not candidates:
             known = ", ".join(sorted(rows_by_name)) or "none"
             errors.append(

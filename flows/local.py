@@ -5,19 +5,18 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from fixtures_core.results import RowResult
-from fixtures_core.rows import RunSettings, run_row
+from fixtures_core.rows import RunSettings, crashed_row, run_row
 from fixtures_core.rundoc import RunResult
-from fixtures_core.runner import Recorder, RunOptions, complete, interruption, store_for
+from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, store_for
 from fixtures_core.sampling import ProcessGroups
-from fixtures_core.spec import Matrix
 
 
-def run_locally(matrix: Matrix, options: RunOptions, run_id: str, groups: ProcessGroups) -> RunResult:
+def run_locally(planned: Plan, options: RunOptions, run_id: str, groups: ProcessGroups) -> RunResult:
     """Run a planned matrix on ``options.parallel`` threads and close the run."""
-    recorder = Recorder(store_for(options), run_id, matrix)
+    recorder = Recorder(store_for(options), run_id, planned.matrix)
     settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
     rows = run_rows_locally(recorder, settings, groups, options.parallel)
-    return complete(recorder, options, rows, interruption(groups))
+    return complete(recorder, options, rows, interruption(groups), planned.baseline)
 
 
 def run_rows_locally(
@@ -27,8 +26,11 @@ def run_rows_locally(
 
     def one(row_index: int) -> RowResult:
         row = recorder.matrix.rows[row_index]
-        result = run_row(row, settings, groups, on_sample=recorder.on_sample)
-        recorder.on_row(result)
+        try:
+            result = run_row(row, settings, groups, on_sample=recorder.on_sample)
+            recorder.on_row(result)
+        except Exception as exc:
+            return crashed_row(row, exc)
         return result
 
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="assay-row") as pool:

@@ -9,6 +9,8 @@ because Prefect's timeouts cannot interrupt a blocking call in a thread.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from flows.prefect_env import quiet_prefect
@@ -18,16 +20,25 @@ quiet_prefect()
 from prefect import flow, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.futures import wait  # noqa: E402
+from prefect.futures import PrefectFuture, wait  # noqa: E402
 from prefect.settings import temporary_settings  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
 
 from fixtures_core import report  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.rows import RunSettings, run_row, run_sample  # noqa: E402
+from fixtures_core.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
 from fixtures_core.rundoc import RunResult  # noqa: E402
-from fixtures_core.runner import Recorder, RunOptions, complete, interruption, plan, store_for  # noqa: E402
+from fixtures_core.runner import (  # noqa: E402
+    Baseline,
+    Plan,
+    Recorder,
+    RunOptions,
+    complete,
+    interruption,
+    plan,
+    store_for,
+)
 from fixtures_core.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
 from fixtures_core.store import new_run_id  # noqa: E402
@@ -40,16 +51,27 @@ def opaque(value: T) -> T:
     return cast(T, quote(value))
 
 
-# The process groups of each run in flight in this process, by run id: what a
-# signal kills. Tasks find theirs through the run id in RunSettings.
-_GROUPS: dict[str, ProcessGroups] = {}
-_GROUPS_LOCK = threading.Lock()
+@dataclass
+class _LiveRun:
+    """A run in flight in this process: its process groups (what a signal kills) and,
+    when the command line planned it already, its plan (so the flow does not plan twice)."""
+
+    groups: ProcessGroups = field(default_factory=ProcessGroups)
+    plan: Plan | None = None
+
+
+_LIVE: dict[str, _LiveRun] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _live(run_id: str) -> _LiveRun:
+    with _LIVE_LOCK:
+        return _LIVE.setdefault(run_id, _LiveRun())
 
 
 def process_groups(run_id: str) -> ProcessGroups:
-    """The live process groups of one run (created on first use)."""
-    with _GROUPS_LOCK:
-        return _GROUPS.setdefault(run_id, ProcessGroups())
+    """The live process groups of one run (tasks find theirs by the run id in RunSettings)."""
+    return _live(run_id).groups
 
 
 @task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
@@ -72,9 +94,11 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResu
 
 
 @task(name="finalize", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def finalize_task(recorder: Recorder, options: RunOptions, rows: list[RowResult], error: str | None) -> RunResult:
+def finalize_task(
+    recorder: Recorder, options: RunOptions, rows: list[RowResult], error: str | None, baseline: Baseline | None
+) -> RunResult:
     """Metrics, comparisons, verdict; the run document and the UI artifacts."""
-    run = complete(recorder, options, rows, error)
+    run = complete(recorder, options, rows, error, baseline)
     create_markdown_artifact(key="assay-report", markdown=report.markdown(run), description="assay run report")
     create_table_artifact(
         key="assay-rows",
@@ -110,22 +134,48 @@ def matrix_flow(
 
 
 def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
-    matrix = plan(options)
-    recorder = Recorder(store_for(options), run_id or new_run_id(), matrix)
-    settings = RunSettings(run_id=recorder.run_id, capture_limit=options.capture_limit)
-    runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
-    with runner.duplicate() as pool:
-        shared = {"settings": opaque(settings), "recorder": opaque(recorder)}
-        futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in matrix.rows]
-        wait(cast(list[Any], futures))
-    rows = [f.result() for f in futures]
-    error = interruption(process_groups(recorder.run_id))
-    with _GROUPS_LOCK:
-        _GROUPS.pop(recorder.run_id, None)
-    return finalize_task(opaque(recorder), opaque(options), opaque(rows), error)
+    run_id = run_id or new_run_id()
+    live = _live(run_id)
+    try:
+        planned = live.plan or plan(options)
+        recorder = Recorder(store_for(options), run_id, planned.matrix)
+        settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
+        runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
+        with runner.duplicate() as pool:
+            shared = {"settings": opaque(settings), "recorder": opaque(recorder)}
+            futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in planned.matrix.rows]
+            try:
+                wait(cast(list[Any], futures))
+            except BaseException:
+                # A cancelled or terminated deployment run (Prefect raises in the thread that
+                # runs the flow): kill the samples, keep what finished, then let Prefect go on.
+                live.groups.cancel()
+                wait(cast(list[Any], futures))
+                rows = _row_results(futures, planned.matrix.rows)
+                complete(recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline)
+                raise
+        rows = _row_results(futures, planned.matrix.rows)
+        error = interruption(live.groups)
+        return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline))
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(run_id, None)
 
 
-def run_with_prefect(options: RunOptions, run_id: str, groups: ProcessGroups | None = None) -> RunResult:
+def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...]) -> list[RowResult]:
+    """Each row task's result; a task that raised (e.g. the API failed) becomes an ERR row."""
+    results = []
+    for future, row in zip(futures, rows, strict=True):
+        try:
+            results.append(cast(RowResult, future.result()))
+        except Exception as exc:
+            results.append(crashed_row(row, exc))
+    return results
+
+
+def run_with_prefect(
+    options: RunOptions, run_id: str, groups: ProcessGroups | None = None, planned: Plan | None = None
+) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
     The flow runs off the main thread so that Prefect does not replace the
@@ -133,9 +183,8 @@ def run_with_prefect(options: RunOptions, run_id: str, groups: ProcessGroups | N
     and lets the flow finish, which writes the run document and stops the
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
     """
-    if groups is not None:
-        with _GROUPS_LOCK:
-            _GROUPS[run_id] = groups  # the caller's signal handler kills these
+    with _LIVE_LOCK:
+        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), planned)  # the caller's signal handler kills these groups
     outcome: dict[str, Any] = {}
 
     def target() -> None:

@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Optional
@@ -22,7 +21,7 @@ from rich.console import Console
 
 from fixtures_core import report
 from fixtures_core.baseline import check_tolerance, compare
-from fixtures_core.errors import AssayError, ValidationFailed
+from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.rundoc import RunResult, load_run, to_document
 from fixtures_core.runner import RunOptions, plan
 from fixtures_core.sampling import ProcessGroups
@@ -67,7 +66,9 @@ def run_command(
         typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1 (pass -> fail always gates)."),
     ] = 0.0,
 ) -> None:
-    """Run fixture matrices and exit 0 (pass), 1 (fail) or 2 (error)."""
+    """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
+    if json_path is not None and json_path.is_dir():
+        raise UsageError(f"--json {json_path} is a folder: give a file path")
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
@@ -82,17 +83,17 @@ def run_command(
 
 def execute_run(options: RunOptions) -> RunResult:
     """Plan (fail fast on configuration errors), then run on the chosen engine."""
-    matrix = plan(options)
+    planned = plan(options)
     run_id = new_run_id()
     groups = ProcessGroups()
     with _interrupts_cancel(groups):
         if options.engine == "local":
             from flows.local import run_locally
 
-            return run_locally(matrix, options, run_id, groups)
+            return run_locally(planned, options, run_id, groups)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups)
+        return run_with_prefect(options, run_id, groups, planned)
 
 
 class _interrupts_cancel:
@@ -121,7 +122,7 @@ class _interrupts_cancel:
 @app.command("validate")
 def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
     """Parse and validate fixtures; run nothing."""
-    matrix = plan(RunOptions(paths=tuple(paths)))
+    matrix = plan(RunOptions(paths=tuple(paths))).matrix
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
@@ -147,7 +148,10 @@ def compare_command(
     ] = 0.0,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
 ) -> None:
-    """Compare two saved runs offline; exit 0 (no regression), 1 (regression) or 2 (error)."""
+    """Compare two saved runs offline; exit 0 (no regression), 1 (regression) or 2 (error).
+
+    Only the comparison decides: a row that failed in both runs did not regress.
+    """
     check_tolerance(tolerance)
     store = Store(Path(out_dir))
     baseline_path = store.resolve_run(baseline_ref)
@@ -160,7 +164,7 @@ def compare_command(
         raise Exit(2)
     comparison = compare(baseline, current, tolerance, str(baseline_path))
     report.render_comparison_lines(comparison, out)
-    raise Exit(EXIT[replace(current, comparison=comparison).verdict])
+    raise Exit(1 if comparison.regressed else 0)
 
 
 @app.command("history")
@@ -206,6 +210,15 @@ def _invoke(call: Callable[[], object]) -> int:
         return 2
     except KeyboardInterrupt:
         err.print("error: interrupted")
+        return 2
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        err.print(f"error:{where}: {exc.strerror or exc}", markup=False)
+        return 2
+    except Exception as exc:  # a bug: one line, exit 2 (an error, never "fail"); ASSAY_DEBUG=1 shows the traceback
+        if os.environ.get("ASSAY_DEBUG"):
+            raise
+        err.print(f"error: internal error: {type(exc).__name__}: {exc} (ASSAY_DEBUG=1 shows where)", markup=False)
         return 2
     return 0
 

@@ -27,3 +27,19 @@ def gone_soon(pid: int) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose environment holds ``ASSAY_TEST_MARK=marker`` (children inherit it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if f"ASSAY_TEST_MARK={marker}".encode() in environ and ") Z" not in stat:
+            found.append(int(entry.name))
+    return found

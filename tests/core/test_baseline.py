@@ -28,7 +28,7 @@ from fixtures_core.baseline import (
     render_comparison,
 )
 from fixtures_core.errors import BaselineError, UsageError
-from fixtures_core.results import RowResult, Status
+from fixtures_core.results import Outcome, RowResult, Status
 from fixtures_core.rows import RunSettings
 from fixtures_core.rundoc import RunResult, load_run
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
@@ -82,7 +82,7 @@ def run_suite(
     path = tmp_path / "suite.md"
     path.write_text(fixture_text(rows, metrics, repeat, args) + comment, encoding="utf-8")
     options = RunOptions(paths=(str(path),), out=str(tmp_path / ".assay"), k=k, engine="local")
-    matrix = plan(options)
+    matrix = plan(options).matrix
     run_id = new_run_id()
     recorder = Recorder(store_for(options), run_id, matrix)
     finished = run_rows_locally(recorder, RunSettings(run_id=run_id), ProcessGroups(), parallel=2)
@@ -297,6 +297,53 @@ def test_zero_baseline_value_is_noted_not_compared(tmp_path: Path) -> None:
     line = metric(comparison, "alpha", "errors")
     assert (line.gating, line.regressed, line.delta_percent) == (False, False, None)
     assert line.note is not None and line.note.startswith("baseline value is 0")
+    assert comparison.regressed is False
+
+
+def test_incomplete_baseline_aggregate_is_noted_not_compared(tmp_path: Path) -> None:
+    # Sample 1 fails in the baseline, so its duration aggregate covers 2 of 3 samples only.
+    flaky = 'echo "{\\"ms\\": {{ .ms }}, \\"cost\\": {{ .cost }}}"; test "$ASSAY_SAMPLE" != 1'
+    baseline = run_suite(tmp_path, [ALPHA], args=flaky)
+    current = run_suite(tmp_path, [("alpha", 0, 200, 0.1)])
+    assert baseline.rows[0].metrics["duration"].status == "not_evaluated"
+
+    comparison = compare(baseline, current)
+
+    line = metric(comparison, "alpha", "duration")
+    assert (line.gating, line.regressed, line.delta_percent) == (False, False, None)
+    assert line.baseline == pytest.approx(100.0) and line.current == pytest.approx(201.0)
+    assert line.note == "baseline value incomplete: 2 of 3 samples gave a value"
+    assert comparison.regressed is False
+    assert any(text.startswith("· alpha: duration (ms)") for text in render_comparison(comparison))
+
+
+@pytest.mark.parametrize("side", ["baseline", "current"])
+@pytest.mark.parametrize(
+    ("status", "error", "note"),
+    [
+        ("not_evaluated", "2 of 3 samples gave a value", "value incomplete: 2 of 3 samples gave a value"),
+        ("error", "sample 1: json.ms failed: no such key: ms", "error: sample 1: json.ms failed: no such key: ms"),
+    ],
+)
+def test_metric_not_complete_on_either_side_never_gates(
+    tmp_path: Path, side: str, status: Outcome, error: str, note: str
+) -> None:
+    baseline = run_suite(tmp_path, [ALPHA])
+    current = run_suite(tmp_path, [("alpha", 0, 300, 0.1)])
+
+    def incomplete(row: RowResult) -> RowResult:
+        summary = replace(row.metrics["duration"], status=status, error=error)
+        return replace(row, metrics={**row.metrics, "duration": summary})
+
+    if side == "baseline":
+        baseline = map_rows(baseline, incomplete)
+    else:
+        current = map_rows(current, incomplete)
+    comparison = compare(baseline, current)
+
+    line = metric(comparison, "alpha", "duration")
+    assert (line.gating, line.regressed, line.delta_percent) == (False, False, None)
+    assert line.note == f"{side} {note}"
     assert comparison.regressed is False
 
 

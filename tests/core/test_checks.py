@@ -12,13 +12,16 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from fixtures_core import checks
 from fixtures_core.checks import check_sample, read_files, row_programs
 from fixtures_core.results import MetricValue, SampleResult
-from fixtures_core.sampling import Execution, execute
+from fixtures_core.rows import RunSettings, run_row
+from fixtures_core.sampling import Execution, ProcessGroups, execute
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
 
 
@@ -269,6 +272,47 @@ def test_assertion_and_metric_errors_are_both_reported() -> None:
     assert sample.error == "no such key: missing; metric ms: sample 0: json.ms gave null, not a number"
 
 
+def test_non_gating_metric_error_is_recorded_but_never_errors_the_sample() -> None:
+    cost = replace(metric("cost", "json.cost"), gate=False)
+    row = make_row(cel="json.ok", metrics=[metric("ms", "json.ms"), cost])
+    sample = check(row, ran('{"ok": true, "ms": 7}'), index=1)
+    assert sample.status == "PASS"
+    assert sample.error is None
+    assert sample.metrics["ms"] == MetricValue("pass", value=7)
+    assert sample.metrics["cost"] == MetricValue("error", error="sample 1: json.cost failed: no such key: cost")
+
+
+def test_non_gating_metric_error_keeps_a_false_assertion_a_fail() -> None:
+    row = make_row(cel="json.ok", metrics=[replace(metric("cost", "json.cost"), gate=False)])
+    sample = check(row, ran('{"ok": false}'))
+    assert sample.status == "FAIL"
+    assert sample.error is None
+    assert sample.metrics["cost"].status == "error"
+
+
+def test_gating_metric_error_still_errors_beside_a_non_gating_one() -> None:
+    row = make_row(metrics=[metric("ms", "json.ms"), replace(metric("cost", "json.cost"), gate=False)])
+    sample = check(row, ran("{}"))
+    assert sample.status == "ERR"
+    assert sample.error == "metric ms: sample 0: json.ms failed: no such key: ms"
+
+
+def test_row_with_a_failing_non_gating_metric_runs_every_sample_and_passes(tmp_path: Path) -> None:
+    script = 'import json; print(json.dumps({"ok": True, "ms": 3}))'
+    cost = replace(metric("cost", "json.cost"), gate=False)
+    row = replace(
+        make_row(cel="json.ok", metrics=[metric("ms", "json.ms"), cost]),
+        argv=(sys.executable, "-c", script),
+        repeat=3,
+    )
+    result = run_row(row, RunSettings(run_id="run-1", tmp_root=str(tmp_path)), ProcessGroups())
+    assert result.status == "PASS"
+    assert result.error is None
+    assert [s.status for s in result.samples] == ["PASS", "PASS", "PASS"]
+    assert [s.metrics["cost"].status for s in result.samples] == ["error", "error", "error"]
+    assert [s.metrics["ms"].value for s in result.samples] == [3, 3, 3]
+
+
 def test_one_bad_metric_does_not_discard_the_good_one() -> None:
     row = make_row(metrics=[metric("good", "json.a"), metric("bad", "json.b")])
     sample = check(row, ran('{"a": 3, "b": "x"}'))
@@ -331,6 +375,18 @@ def test_row_programs_know_what_context_they_need() -> None:
     assert row_programs(make_row(cel="stdout == ''")).uses_files is False
     assert row_programs(make_row(metrics=[metric("m", "json.a")])).uses_json is True
     assert row_programs(make_row(cel="has(files.x)")).uses_files is True
+    assert row_programs(make_row(metrics=[metric("n", "size(files)")])).uses_files is True
+
+
+def test_a_property_named_like_files_does_not_read_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = make_row(cel='profiles == "default" && myfiles == 2', properties={"profiles": "default", "myfiles": 2})
+    assert row_programs(row).uses_files is False
+
+    def never(root: str) -> dict[str, str]:
+        raise AssertionError(f"read_files({root!r}) called")
+
+    monkeypatch.setattr(checks, "read_files", never)
+    assert check(row, ran(), tmpdir="/nonexistent").status == "PASS"
 
 
 def test_a_real_process_checked_end_to_end(tmp_path: Path) -> None:

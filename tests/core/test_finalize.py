@@ -209,13 +209,22 @@ def test_self_baseline_is_skipped() -> None:
     assert done.status == "PASS"
 
 
-def test_baseline_row_missing_from_the_run_is_reported() -> None:
-    row = spec("cur", ms_metric(baseline="gone"))
+def test_gating_comparison_with_a_baseline_row_missing_from_the_run_fails_closed() -> None:
+    row = spec("cur", ms_metric(baseline="gone"))  # regressionPercent 25: the comparison gates
     (done,) = finalize_rows([row], [result(row, [1, 2, 3])])
     comparison = done.metrics["ms"].comparison
     assert comparison is not None
-    assert comparison.status == "not_evaluated"
+    assert comparison.status == "error"
     assert comparison.error == "baseline row 'gone' is not in this run"
+    assert done.status == "ERR"
+
+
+def test_informational_comparison_with_a_missing_baseline_row_is_not_evaluated() -> None:
+    row = spec("cur", ms_metric(baseline="gone", regression=None))
+    (done,) = finalize_rows([row], [result(row, [1, 2, 3])])
+    comparison = done.metrics["ms"].comparison
+    assert comparison is not None and comparison.status == "not_evaluated"
+    assert done.status == "PASS"
 
 
 def test_skipped_baseline_row_is_named_as_skipped() -> None:
@@ -224,8 +233,9 @@ def test_skipped_baseline_row_is_named_as_skipped() -> None:
     _, done = finalize_rows([base, cur], [result(base, []), result(cur, [1, 2, 3])])
     comparison = done.metrics["ms"].comparison
     assert comparison is not None
-    assert comparison.status == "not_evaluated"
+    assert comparison.status == "error"  # it gates (regressionPercent 25), so it fails closed
     assert comparison.error == "baseline row 'base' was skipped"
+    assert done.status == "ERR"
 
 
 def test_baseline_without_complete_values_is_not_compared() -> None:
@@ -235,6 +245,7 @@ def test_baseline_without_complete_values_is_not_compared() -> None:
     assert comparison.status == "not_evaluated"
     assert comparison.error == "baseline row 'base' has no complete value"
     assert comparison.regression_percent is None
+    assert cur.metrics["ms"].status == "not_evaluated", "a gating comparison not made is never 'pass'"
 
 
 # --- gates, absolute thresholds and incomplete metrics ---------------------------------------------------

@@ -411,9 +411,10 @@ def test_command_cell_with_shell_operators_runs_through_bash(tmp_path: Path, cel
     assert row.argv == ("bash", "-c", command)
 
 
-def test_shell_command_gets_frontmatter_args_quoted(tmp_path: Path) -> None:
+def test_shell_command_gets_args_as_positional_parameters(tmp_path: Path) -> None:
     (row,) = parse(tmp_path, '---\nargs: ["two words", x]\n---\n| Name | Command |\n|---|---|\n| a | echo hi |\n')
-    assert row.argv == ("bash", "-c", "echo hi 'two words' x")
+    # "$@" hands each argument to the shell as one word; $0 is "bash"
+    assert row.argv == ("bash", "-c", 'echo hi "$@"', "bash", "two words", "x")
 
 
 def test_plain_command_cell_is_the_program(tmp_path: Path) -> None:

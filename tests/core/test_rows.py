@@ -404,3 +404,14 @@ def test_run_sample_removes_its_tmpdir_even_on_error(tmp_path: Path, settings: R
     sample: SampleResult = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
     assert sample.status == "ERR"
     assert not Path(sample.stdout.splitlines()[0]).exists()
+
+
+def test_a_property_with_shell_syntax_reaches_a_shell_command_as_one_literal_argument(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    prompt = f"it's x'; touch {marker}; echo '"
+    text = f"| Name | Command | Args | prompt |\n|---|---|---|---|\n| q | printf %s | {{{{ .prompt }}}} | {prompt} |\n"
+    (row,) = parse_text(text, str(tmp_path / "f.md"))
+    result = run_row(row, RunSettings(run_id="t"), ProcessGroups())
+    assert result.status == "PASS", result.error
+    assert result.samples[0].stdout == prompt
+    assert not marker.exists()

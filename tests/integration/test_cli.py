@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 from tests.integration.conftest import REPO, run_cli
+from tests.processes import processes_with
 
 
 def test_example_matrix_reports_and_exits_with_its_verdict(tmp_path: Path) -> None:
@@ -69,21 +70,6 @@ def test_prefect_engine_from_the_command_line(tmp_path: Path) -> None:
     assert done.stderr.strip() == "", "Prefect must stay quiet by default"
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if f"ASSAY_TEST_MARK={marker}".encode() in environ and ") Z" not in stat:
-            found.append(int(entry.name))
-    return found
-
-
 def test_sigterm_cancels_samples_and_leaves_no_process_behind(tmp_path: Path) -> None:
     started = tmp_path / "started"
     fixture = tmp_path / "slow.md"
@@ -119,4 +105,4 @@ def test_sigterm_cancels_samples_and_leaves_no_process_behind(tmp_path: Path) ->
     document = json.loads((tmp_path / "state" / "latest.json").read_text())
     assert document["status"] == "ERR"
     assert "interrupted" in document["error"]
-    assert _processes_with(marker) == [], "a child process or temporary server outlived the run"
+    assert processes_with(marker) == [], "a child process or temporary server outlived the run"

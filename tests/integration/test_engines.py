@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,7 +18,8 @@ from fixtures_core.rundoc import RunResult, load_run, to_document
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
 from fixtures_core.sampling import ProcessGroups
 from flows.local import run_rows_locally
-from tests.processes import gone_soon
+from tests.integration.conftest import REPO
+from tests.processes import gone_soon, processes_with
 
 MATRIX = """---
 timeout: 20s
@@ -40,7 +46,7 @@ def write_matrix(folder: Path) -> Path:
 
 def run_local_engine(fixture: Path, out: Path) -> RunResult:
     options = RunOptions(paths=(str(fixture),), out=str(out), engine="local")
-    matrix = plan(options)
+    matrix = plan(options).matrix
     recorder = Recorder(store_for(options), "local-run", matrix)
     rows = run_rows_locally(recorder, RunSettings(run_id="local-run"), ProcessGroups(), parallel=4)
     return complete(recorder, options, rows)
@@ -104,7 +110,7 @@ def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
     evidence = tmp_path / "state" / "runs" / "local-run" / "evidence" / "0000-counted.jsonl"
     lines = [json.loads(line) for line in evidence.read_text().splitlines()]
     assert [line["sample"]["index"] for line in lines[:-1]] == [0, 1, 2]
-    assert lines[-1]["row"]["name"] == "counted" and lines[-1]["row"]["samples"] == 3
+    assert lines[-1]["raw_row"]["name"] == "counted" and lines[-1]["raw_row"]["samples"] == 3
     assert os.path.getsize(tmp_path / "state" / "runs" / "local-run" / "run.json") > 0
 
 
@@ -122,3 +128,34 @@ def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(tmp_pat
     with pytest.raises(VerdictFailed, match="verdict FAIL"):
         matrix_flow(failing, raise_on_failure=True)
     assert load_run(tmp_path / "state" / "latest.json").status == "FAIL", "the document is written before failing"
+
+
+@pytest.mark.usefixtures("prefect_backend")
+def test_a_terminated_flow_run_kills_its_samples_and_writes_its_run(tmp_path: Path) -> None:
+    """A deployment run stopped by Prefect (SIGTERM to the process whose main thread runs the flow)."""
+    from prefect.settings import PREFECT_API_URL
+
+    started = tmp_path / "started"
+    fixture = tmp_path / "slow.md"
+    fixture.write_text(f"| Name | Command |\n|---|---|\n| slow | `touch {started}; sleep 60 & wait` |\n")
+    options = {"paths": [str(fixture)], "out": str(tmp_path / "state")}
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, PREFECT_API_URL=str(PREFECT_API_URL.value()), ASSAY_TEST_MARK=marker, PYTHONPATH=str(REPO))
+    code = f"from flows.matrix import matrix_flow; matrix_flow({options!r}, run_id='stopped')"
+    process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):  # bounded wait for the sample to start (not a timing assertion)
+            if started.exists() or process.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.1)
+        assert started.exists(), process.communicate(timeout=5)
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode != 0
+    assert processes_with(marker) == [], "a sample outlived its terminated flow run"
+    document = json.loads((tmp_path / "state" / "runs" / "stopped" / "run.json").read_text())
+    assert document["status"] == "ERR" and "interrupted" in document["error"]

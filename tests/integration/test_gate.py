@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_baseline_without_rows_fails_closed(project: Path) -> None:
     assert code == 2 and "no rows" in stderr
 
 
-def test_no_row_in_common_fails_closed(project: Path) -> None:
+def test_no_row_in_common_fails_closed_before_running(project: Path) -> None:
     run(project)
     document = json.loads((project / ".assay" / "latest.json").read_text())
     for fixture in document["fixtures"]:
@@ -127,11 +128,34 @@ def test_no_row_in_common_fails_closed(project: Path) -> None:
         for row in fixture["rows"]:
             row["file"] = "elsewhere.md"
     (project / "other.json").write_text(json.dumps(document))
+    runs_before = len(list((project / ".assay" / "runs").iterdir()))
     code, stdout, stderr = run(project, "--baseline", "other.json")
     assert code == 2
-    assert "no row in common" in stdout
+    assert "no row in common" in stderr and "elsewhere.md" in stderr
     assert "No regression" not in stdout
-    assert json.loads((project / ".assay" / "latest.json").read_text())["status"] == "ERR"
+    assert len(list((project / ".assay" / "runs").iterdir())) == runs_before, "nothing ran"
+
+
+def test_a_baseline_matches_from_another_directory_and_path_spelling(project: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    assert run(project)[0] == 0  # "suite.md", relative, from the project folder
+    elsewhere = project / "sub"
+    elsewhere.mkdir()
+    done = run_cli(
+        [
+            "run",
+            str(project / "suite.md"),
+            "--engine",
+            "local",
+            "--out",
+            str(project / ".assay"),
+            "--baseline",
+            "latest",
+        ],
+        cwd=elsewhere,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No regression against baseline" in done.stdout
 
 
 def test_errored_run_prints_no_comparison_verdict(project: Path) -> None:
