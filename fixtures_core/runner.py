@@ -56,8 +56,6 @@ class RunOptions:
         """Raise UsageError for values out of range."""
         if self.parallel < 1:
             raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
-        if self.repeat is not None and self.repeat < 1:
-            raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
         if self.k is not None and self.k < 1:
             raise UsageError(f"--k must be >= 1, got {self.k}")
         if self.engine not in ("prefect", "local"):
