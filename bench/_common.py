@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,16 +89,21 @@ def descendants(root: int, table: Mapping[int, tuple[int, int, tuple[bytes, ...]
     return found
 
 
-def _pss(pid: int) -> int | None:
-    """Proportional set size (bytes): shared pages divided among the processes sharing them."""
+def _proc_kib(path: str, field: bytes) -> int | None:
+    """A ``Field:  N kB`` line of a /proc file, in bytes; None when the process is gone."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+        with open(path, "rb") as handle:
             for line in handle:
-                if line.startswith(b"Pss:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
     return None
+
+
+def _pss(pid: int) -> int | None:
+    """Proportional set size (bytes): shared pages divided among the processes sharing them."""
+    return _proc_kib(f"/proc/{pid}/smaps_rollup", b"Pss:")
 
 
 def tree_memory(root: int) -> tuple[int, list[int]]:
@@ -122,14 +127,8 @@ def tree_rss(root: int) -> int:
 
 
 def _vm_hwm(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    """The kernel's high-water mark of the process's resident memory (bytes)."""
+    return _proc_kib(f"/proc/{pid}/status", b"VmHWM:")
 
 
 class TreeSampler(threading.Thread):
@@ -507,3 +506,20 @@ def finalize_in_process(specs, results) -> dict[str, float]:  # type: ignore[no-
 
 def python() -> str:
     return sys.executable
+
+
+def run_script(main: Callable[[], int]) -> None:
+    """A bench script's entry point: exit with ``main()``'s code; Ctrl-C exits 130, quietly."""
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:
+        print("interrupted: every process this script started was stopped", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def close(out: str | Path, document: dict[str, object], report: Callable[[dict[str, object]], None]) -> int:
+    """Write the figures, print the report and the JSON path; exit 1 if a process was left behind."""
+    path = write_json(out, document)
+    report(document)
+    print(f"\nJSON: {path}")
+    return 1 if document.get("leftover_processes") else 0

@@ -401,13 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     document["leftover_processes"] = after
-    path = c.write_json(args.out, document)
-    print_report(document)
-    print(f"\nJSON: {path}")
     if after:
         print(f"WARNING: processes were left running (now killed): {after}", file=sys.stderr)
-        return 1
-    return 0
+    return c.close(args.out, document, print_report)
 
 
 def run_all(args: argparse.Namespace, work: Path) -> dict[str, object]:
@@ -633,8 +629,4 @@ def print_report(document: dict[str, object]) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except KeyboardInterrupt:
-        print("interrupted: every process this script started was stopped", file=sys.stderr)
-        raise SystemExit(130) from None
+    c.run_script(main)

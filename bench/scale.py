@@ -186,10 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         leftover = c.kill_leftovers()
         shutil.rmtree(work, ignore_errors=True)
     document["leftover_processes"] = leftover
-    path = c.write_json(args.out, document)
-    report(document)
-    print(f"\nJSON: {path}")
-    return 1 if leftover else 0
+    return c.close(args.out, document, report)
 
 
 def report(document: dict[str, object]) -> None:
@@ -236,8 +233,4 @@ def report(document: dict[str, object]) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except KeyboardInterrupt:
-        print("interrupted: every process this script started was stopped", file=sys.stderr)
-        raise SystemExit(130) from None
+    c.run_script(main)
