@@ -107,8 +107,8 @@ def _status_kb(field: str) -> int:
 
 def finalize_child(rows: int, samples: int, metrics: int, trace: bool) -> None:
     """Build the synthetic matrix, reset the RSS high-water mark, finalize; print JSON figures."""
-    import fixtures_core.finalize  # noqa: F401 - imports are not part of the measurement
-    import fixtures_core.rundoc  # noqa: F401
+    import fixtures_core.analysis.finalize  # noqa: F401 - imports are not part of the measurement
+    import fixtures_core.records.rundoc  # noqa: F401
 
     rss_imported = _status_kb("VmRSS")
     t0 = time.perf_counter()

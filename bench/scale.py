@@ -2,7 +2,7 @@
 
     python bench/scale.py [--sizes 1000,2500,5000,10000] [--out bench/results/scale.json]
 
-1. Parse + validate (fixtures_core.matrix.load_matrix + fixtures_core.validate.validate_matrix)
+1. Parse + validate (fixtures_core.parsing.matrix.load_matrix + fixtures_core.parsing.validate.validate_matrix)
    of one generated fixture file of N table rows: templated exec/args, three
    frontmatter metrics (one with a baseline row and regressionPercent), a
    CEL column. Two flavours: ``shared`` (every row has the same CEL, as most
@@ -76,8 +76,8 @@ def fixture(folder: Path, rows: int, distinct: bool) -> Path:
 
 
 def parse_child(path: str) -> None:
-    from fixtures_core.matrix import load_matrix
-    from fixtures_core.validate import validate_matrix
+    from fixtures_core.parsing.matrix import load_matrix
+    from fixtures_core.parsing.validate import validate_matrix
 
     t0 = time.perf_counter()
     matrix = load_matrix([path])
@@ -89,8 +89,8 @@ def parse_child(path: str) -> None:
 
 
 def finalize_child(rows: int, samples: int, metrics: int) -> None:
-    import fixtures_core.finalize  # noqa: F401 - imports are not part of the measurement
-    import fixtures_core.rundoc  # noqa: F401
+    import fixtures_core.analysis.finalize  # noqa: F401 - imports are not part of the measurement
+    import fixtures_core.records.rundoc  # noqa: F401
 
     specs, results = c.synthetic_matrix(rows, samples, metrics)
     print(json.dumps({"rows": rows, **c.finalize_in_process(specs, results)}))

@@ -9,13 +9,13 @@ library call runs one row::
 """
 
 from fixtures_core.errors import AssayError, BaselineError, CelError, FixtureError, UsageError, ValidationFailed
-from fixtures_core.matrix import load_matrix, select
+from fixtures_core.execution.rows import RunSettings, run_row
+from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.results import RowResult, SampleResult
-from fixtures_core.rows import RunSettings, run_row
-from fixtures_core.rundoc import RunResult, load_run
-from fixtures_core.sampling import ProcessGroups
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
-from fixtures_core.validate import validate_matrix
 
 __all__ = [
     "AssayError",

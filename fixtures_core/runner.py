@@ -11,16 +11,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.baseline import Comparison, check_tolerance, compare
+from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
+from fixtures_core.analysis.finalize import finalize_rows, summarize
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
-from fixtures_core.finalize import finalize_rows, summarize
-from fixtures_core.matrix import load_matrix, select
+from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
+from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
+from fixtures_core.records.store import Store
 from fixtures_core.results import RowResult, SampleResult, Status, worst
-from fixtures_core.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
-from fixtures_core.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
 from fixtures_core.spec import Matrix, RowSpec
-from fixtures_core.store import Store
-from fixtures_core.validate import validate_matrix
 
 
 @dataclass(frozen=True)

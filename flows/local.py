@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from fixtures_core.execution.rows import RunSettings, crashed_row, run_row
+from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.records.rundoc import RunResult
 from fixtures_core.results import RowResult
-from fixtures_core.rows import RunSettings, crashed_row, run_row
-from fixtures_core.rundoc import RunResult
 from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, store_for
-from fixtures_core.sampling import ProcessGroups
 
 
 def run_locally(planned: Plan, options: RunOptions, run_id: str, groups: ProcessGroups) -> RunResult:

@@ -2,7 +2,7 @@
 
 Rows are tasks, not subflows: measured here, a subflow costs 0.6-1.1 s and a
 task about 5 ms. Sample tasks never retry and never cache (a cached sample
-would silently not run). Deadlines are enforced by ``fixtures_core.sampling``
+would silently not run). Deadlines are enforced by ``fixtures_core.execution.sampling``
 because Prefect's timeouts cannot interrupt a blocking call in a thread.
 """
 
@@ -25,10 +25,12 @@ from prefect.settings import temporary_settings  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
 
-from fixtures_core import report  # noqa: E402
+from fixtures_core.execution.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
+from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
+from fixtures_core.records.rundoc import RunResult  # noqa: E402
+from fixtures_core.records.store import new_run_id  # noqa: E402
+from fixtures_core.reports import terminal  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
-from fixtures_core.rundoc import RunResult  # noqa: E402
 from fixtures_core.runner import (  # noqa: E402
     Baseline,
     Plan,
@@ -39,9 +41,7 @@ from fixtures_core.runner import (  # noqa: E402
     plan,
     store_for,
 )
-from fixtures_core.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
-from fixtures_core.store import new_run_id  # noqa: E402
 
 T = TypeVar("T")
 
@@ -99,7 +99,7 @@ def finalize_task(
 ) -> RunResult:
     """Metrics, comparisons, verdict; the run document and the UI artifacts."""
     run = complete(recorder, options, rows, error, baseline)
-    create_markdown_artifact(key="assay-report", markdown=report.markdown(run), description="assay run report")
+    create_markdown_artifact(key="assay-report", markdown=terminal.markdown(run), description="assay run report")
     create_table_artifact(
         key="assay-rows",
         table=[

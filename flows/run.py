@@ -19,13 +19,13 @@ import click
 import typer
 from rich.console import Console
 
-from fixtures_core import report
-from fixtures_core.baseline import check_tolerance, compare
+from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
-from fixtures_core.rundoc import RunResult, load_run, to_document
+from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.records.rundoc import RunResult, load_run, to_document
+from fixtures_core.records.store import Store, new_run_id
+from fixtures_core.reports import terminal
 from fixtures_core.runner import RunOptions, plan
-from fixtures_core.sampling import ProcessGroups
-from fixtures_core.store import Store, new_run_id
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
@@ -77,7 +77,7 @@ def run_command(
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
-    report.render(run, out)
+    terminal.render(run, out)
     raise Exit(EXIT[run.verdict])
 
 
@@ -163,14 +163,14 @@ def compare_command(
         )
         raise Exit(2)
     comparison = compare(baseline, current, tolerance, str(baseline_path))
-    report.render_comparison_lines(comparison, out)
+    terminal.render_comparison_lines(comparison, out)
     raise Exit(1 if comparison.regressed else 0)
 
 
 @app.command("history")
 def history_command(out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay") -> None:
     """Saved runs, newest first: id, label, date, verdict, rows, pass rate."""
-    report.render_history(Store(Path(out_dir)).runs(), out)
+    terminal.render_history(Store(Path(out_dir)).runs(), out)
 
 
 SUBCOMMANDS = ("run", "validate", "bless", "compare", "history")

@@ -1,19 +1,105 @@
-"""Promises of the package itself: a pure domain, a pinned public API."""
+"""Promises of the package itself: a pure domain, one-way data flow, a pinned public API."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import fixtures_core
 
+PACKAGE_DIR = Path(fixtures_core.__file__).parent
+
+# Rooms of the domain in the order data flows through a run: a module may import
+# its own room and the rooms before it, never a later one. A new room gets a rank here.
+RANKS = {
+    "errors": 0, "durations": 0, "spec": 0, "results": 0, "cel": 0,
+    "parsing": 1,
+    "execution": 2,
+    "analysis": 3,
+    "records": 4,
+    "reports": 5,
+    "runner": 6,
+}  # fmt: skip
+
+
+def all_modules() -> list[str]:
+    return [m.name for m in pkgutil.walk_packages(fixtures_core.__path__, prefix="fixtures_core.")]
+
+
+def runtime_imports(module: str) -> set[str]:
+    """fixtures_core modules that ``module`` imports at run time (``if TYPE_CHECKING:`` blocks excluded)."""
+    relative = module.removeprefix("fixtures_core").lstrip(".").replace(".", "/")
+    path = (
+        PACKAGE_DIR / relative / "__init__.py" if (PACKAGE_DIR / relative).is_dir() else PACKAGE_DIR / f"{relative}.py"
+    )
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fixtures_core"):
+            for alias in node.names:
+                candidate = f"{node.module}.{alias.name}"
+                found.add(candidate if candidate in known else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("fixtures_core"))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    known = set(all_modules())
+    visit(tree)
+    return found - {"fixtures_core"}
+
+
+def room(module: str) -> str:
+    return module.split(".")[1]
+
 
 def test_fixtures_core_never_imports_prefect() -> None:
-    modules = [f"fixtures_core.{m.name}" for m in pkgutil.iter_modules(fixtures_core.__path__)]
+    modules = all_modules()
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('prefect' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False", f"one of {modules} imports Prefect"
+
+
+def test_every_room_has_a_rank() -> None:
+    assert {room(m) for m in all_modules()} <= set(RANKS)
+
+
+def test_data_flows_one_way_between_rooms() -> None:
+    backward = [
+        f"{module} imports {target}"
+        for module in all_modules()
+        if module != "fixtures_core"
+        for target in runtime_imports(module)
+        if RANKS[room(target)] > RANKS[room(module)]
+    ]
+    assert backward == []
+
+
+def test_no_import_cycles() -> None:
+    graph = {m: runtime_imports(m) for m in all_modules() if m != "fixtures_core"}
+    state: dict[str, str] = {}
+
+    def cycle_from(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "open"
+        for target in graph.get(node, ()):
+            if state.get(target) == "open":
+                return [*path, node, target]
+            if target not in state and (found := cycle_from(target, [*path, node])):
+                return found
+        state[node] = "done"
+        return None
+
+    for module in graph:
+        if module not in state:
+            assert cycle_from(module, []) is None
 
 
 def test_public_api_is_sorted_and_importable() -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.rows import RunSettings
-from fixtures_core.rundoc import RunResult, load_run, to_document
+from fixtures_core.execution.rows import RunSettings
+from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
-from fixtures_core.sampling import ProcessGroups
 from flows.local import run_rows_locally
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with

@@ -1,0 +1,226 @@
+"""Finalize a run: metric summaries, row-to-row comparisons, repeat statistics, verdict.
+
+Runs once, after every row has finished, because a row's comparison needs its
+baseline row. Metric values go through one pandas DataFrame (a row per sample
+and metric) grouped once by row and metric, so the cost grows linearly with
+samples x metrics; each aggregate is ``metrics.aggregate`` (one definition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import pandas as pd
+
+from fixtures_core.analysis.metrics import aggregate, beyond, regression_percent, threshold_failure
+from fixtures_core.analysis.passk import SuiteFigures, group_figures, row_stochastic, suite_figures
+from fixtures_core.results import (
+    MetricComparison,
+    MetricSummary,
+    Outcome,
+    RowResult,
+    Status,
+    combine_outcomes,
+    worst,
+)
+from fixtures_core.spec import MetricSpec, RowSpec
+
+RowListener = Callable[[RowResult], None]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts of a run, and its suite-level repeat statistics."""
+
+    rows: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    samples: int
+    stochastic: SuiteFigures | None = None
+    groups: Mapping[str, Mapping[str, SuiteFigures]] | None = None
+
+    @property
+    def status(self) -> Status:
+        return "ERR" if self.errored else ("FAIL" if self.failed else "PASS")
+
+
+def finalize_rows(
+    specs: Sequence[RowSpec],
+    results: Sequence[RowResult],
+    k: int | None = None,
+    on_row: RowListener | None = None,
+) -> list[RowResult]:
+    """Every row with its metrics, comparisons and repeat statistics, in spec order."""
+    by_id = {r.id: r for r in results}
+    pairs = [(spec, by_id[spec.id]) for spec in specs if spec.id in by_id]
+    extracted = extracted_values(metric_table(results))
+    summaries = {spec.id: _summaries(spec, row, extracted) for spec, row in pairs}
+    rows_by_name = {spec.name: row for spec, row in pairs}
+    finished = []
+    for spec, row in pairs:
+        metrics = {
+            name: _compare(spec, name, summary, summaries, rows_by_name) for name, summary in summaries[spec.id].items()
+        }
+        done = _with_metrics(row, metrics)
+        if done.status != "SKIP":
+            done = replace(done, stochastic=row_stochastic(done.samples, k, done.name))
+        if on_row is not None:
+            on_row(done)
+        finished.append(done)
+    return finished
+
+
+def summarize(rows: Sequence[RowResult], k: int | None = None, group_by: Sequence[str] = ()) -> Summary:
+    """Counts, suite figures and per-group figures of finalized rows."""
+    return Summary(
+        rows=len(rows),
+        passed=sum(r.status == "PASS" for r in rows),
+        failed=sum(r.status == "FAIL" for r in rows),
+        errored=sum(r.status == "ERR" for r in rows),
+        skipped=sum(r.status == "SKIP" for r in rows),
+        samples=sum(len(r.samples) for r in rows),
+        stochastic=suite_figures(rows, k),
+        groups={prop: group_figures(rows, k, prop) for prop in group_by} or None,
+    )
+
+
+def metric_table(rows: Sequence[RowResult]) -> pd.DataFrame:
+    """One DataFrame row per (row, sample, metric): its value, extraction status and error."""
+    records = [
+        (row.id, sample.index, name, value.value, value.status, value.error)
+        for row in rows
+        for sample in row.samples
+        for name, value in sample.metrics.items()
+    ]
+    return pd.DataFrame.from_records(records, columns=["row", "sample", "metric", "value", "status", "error"])
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What a row's samples gave for one metric: the values in sample order, the first error."""
+
+    values: tuple[float, ...] = ()
+    error: str | None = None
+
+
+def extracted_values(table: pd.DataFrame) -> dict[tuple[str, str], Extracted]:
+    """Group the metric table once by (row, metric): linear in samples x metrics."""
+    if table.empty:
+        return {}
+    keys = ["row", "metric"]
+    passing: dict[Any, tuple[float, ...]] = (
+        table[table["status"] == "pass"].groupby(keys, sort=False)["value"].agg(tuple).to_dict()
+    )
+    errors: dict[Any, str] = table[table["status"] == "error"].groupby(keys, sort=False)["error"].first().to_dict()
+    return {
+        cast(tuple[str, str], key): Extracted(tuple(float(v) for v in passing.get(key, ())), errors.get(key))
+        for key in passing.keys() | errors.keys()
+    }
+
+
+def _summaries(
+    spec: RowSpec, row: RowResult, extracted: Mapping[tuple[str, str], Extracted]
+) -> dict[str, MetricSummary]:
+    if not spec.metrics or row.status == "SKIP":
+        return {}
+    return {m.name: _summary(m, spec.repeat, extracted.get((spec.id, m.name), Extracted())) for m in spec.metrics}
+
+
+def _summary(metric: MetricSpec, required: int, extracted: Extracted) -> MetricSummary:
+    values = extracted.values
+    base = dict(unit=metric.unit, aggregate=metric.aggregate, direction=metric.direction, gate=metric.gate,
+                values=values, threshold=metric.threshold)  # fmt: skip
+    value = aggregate(values, metric.aggregate) if values else None
+    if extracted.error is not None:
+        return MetricSummary(status="error", value=value, error=extracted.error, **base)  # type: ignore[arg-type]
+    if len(values) < required:
+        reason = f"{len(values)} of {required} samples gave a value"
+        return MetricSummary(status="not_evaluated", value=value, error=reason, **base)  # type: ignore[arg-type]
+    assert value is not None
+    failure = threshold_failure(value, metric.threshold, metric.unit)
+    return MetricSummary(status="fail" if failure else "pass", value=value, error=failure, **base)  # type: ignore[arg-type]
+
+
+def _baseline_name(spec: RowSpec, metric_name: str) -> str | None:
+    return next(m for m in spec.metrics if m.name == metric_name).baseline_for(spec.name)
+
+
+def _compare(
+    spec: RowSpec,
+    name: str,
+    summary: MetricSummary,
+    summaries: Mapping[str, Mapping[str, MetricSummary]],
+    rows_by_name: Mapping[str, RowResult],
+) -> MetricSummary:
+    baseline_name = _baseline_name(spec, name)
+    if baseline_name is None:
+        return summary
+    allowed = summary.threshold.regression_percent
+    baseline_row = rows_by_name.get(baseline_name)
+    other = summaries.get(baseline_row.id, {}).get(name) if baseline_row is not None else None
+    if other is None:
+        comparison = _impossible(baseline_name, name, baseline_row, gating=allowed is not None)
+    else:
+        comparison = _comparison(baseline_name, summary, other, allowed)
+    return replace(
+        summary,
+        comparison=comparison,
+        status=_compared_status(summary.status, comparison.status, gating=allowed is not None),
+        error=summary.error if summary.status in ("fail", "error") else comparison.error,
+    )
+
+
+def _impossible(baseline_name: str, name: str, baseline_row: RowResult | None, gating: bool) -> MetricComparison:
+    """A comparison that cannot be made: an error when it gates (fail closed), else not evaluated."""
+    if baseline_row is None:
+        reason = f"baseline row '{baseline_name}' is not in this run"
+    elif baseline_row.status == "SKIP":
+        reason = f"baseline row '{baseline_name}' was skipped"
+    else:
+        reason = f"baseline row '{baseline_name}' has no metric '{name}'"
+    return MetricComparison(baseline_name, "error" if gating else "not_evaluated", error=reason)
+
+
+def _compared_status(own: Outcome, comparison: Outcome, gating: bool) -> Outcome:
+    """A metric's outcome with its comparison: a gating comparison that was not evaluated
+    leaves the metric not evaluated, never "pass"."""
+    if own == "not_evaluated":
+        return own
+    if comparison == "not_evaluated" and gating and own == "pass":
+        return "not_evaluated"
+    return combine_outcomes([own, comparison])
+
+
+def _comparison(
+    baseline_name: str, summary: MetricSummary, other: MetricSummary, allowed: float | None
+) -> MetricComparison:
+    if summary.status not in ("pass", "fail") or other.status not in ("pass", "fail"):
+        side = "this row" if summary.status not in ("pass", "fail") else f"baseline row '{baseline_name}'"
+        return MetricComparison(baseline_name, "not_evaluated", other.value, error=f"{side} has no complete value")
+    assert summary.value is not None and other.value is not None
+    if summary.direction == "none":
+        return MetricComparison(baseline_name, "pass", other.value)
+    try:
+        percent = regression_percent(summary.value, other.value, summary.direction)
+    except ZeroDivisionError as exc:
+        return MetricComparison(baseline_name, "error", other.value, error=str(exc))
+    if allowed is not None and beyond(percent, allowed):
+        reason = f"{percent:+.1f}% vs '{baseline_name}' exceeds the allowed {allowed:g}%"
+        return MetricComparison(baseline_name, "fail", other.value, percent, reason)
+    return MetricComparison(baseline_name, "pass", other.value, percent)
+
+
+def _with_metrics(row: RowResult, metrics: dict[str, MetricSummary]) -> RowResult:
+    if not metrics:
+        return row
+    gating: list[Outcome] = [m.status for m in metrics.values() if m.gate]
+    outcome = combine_outcomes(gating)
+    metric_status: Status = {"error": "ERR", "fail": "FAIL"}.get(outcome, "PASS")  # type: ignore[assignment]
+    status = row.status if row.status == "SKIP" else worst(row.status, metric_status)
+    errors = [f"metric {n}: {m.error}" for n, m in metrics.items() if m.gate and m.status in ("fail", "error")]
+    error = row.error or ("; ".join(errors) or None)
+    return replace(row, metrics=metrics, status=status, error=error, outcomes=replace(row.outcomes, metrics=outcome))

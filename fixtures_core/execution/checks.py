@@ -1,0 +1,221 @@
+"""Check one finished sample: command expectations, the CEL assertion, metrics.
+
+Per seed 01: when the command expectations fail, the assertion and metric
+extraction are ``not_evaluated``; otherwise both run independently on the
+same context, so a false assertion keeps its metric values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fixtures_core.cel import CelValue, Program, compile_expression, declarable_properties, parse_json
+from fixtures_core.durations import format_duration
+from fixtures_core.execution.sampling import Execution
+from fixtures_core.results import Check, MetricValue, SampleResult, Status
+from fixtures_core.spec import RowSpec
+
+FILES_LIMIT = 1024 * 1024
+_EXCERPT = 120
+_FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
+_CEL_TYPES = {bool: "bool", str: "string", bytes: "bytes", bytearray: "bytes", list: "list", dict: "map"}
+
+
+@dataclass(frozen=True)
+class RowPrograms:
+    """A row's compiled expressions (compiled once per process, cached)."""
+
+    assertion: Program | None
+    indeterminate: Program | None
+    metrics: Mapping[str, Program]
+
+    @property
+    def uses_json(self) -> bool:
+        return any(p.uses_json for p in self._all())
+
+    @property
+    def uses_files(self) -> bool:
+        return any(_FILES_WORD.search(p.expression) for p in self._all())
+
+    def _all(self) -> list[Program]:
+        found = [p for p in (self.assertion, self.indeterminate) if p is not None]
+        return found + list(self.metrics.values())
+
+
+def row_programs(row: RowSpec) -> RowPrograms:
+    """Compile every expression of a row (raises CelError; validation reports it first)."""
+    names = list(row.properties)
+    return RowPrograms(
+        assertion=compile_expression(row.expect.cel, names) if row.expect.cel else None,
+        indeterminate=compile_expression(row.indeterminate, names) if row.indeterminate else None,
+        metrics={m.name: compile_expression(m.extract, names) for m in row.metrics},
+    )
+
+
+def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) -> SampleResult:
+    """Turn a finished execution into a sample result."""
+    stdout = execution.stdout.decode("utf-8", errors="replace")
+    stderr = execution.stderr.decode("utf-8", errors="replace")
+    base = dict(
+        index=index,
+        duration_ms=round(execution.duration_ms, 3),
+        exit_code=execution.exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        truncated=execution.truncated,
+    )
+    process_error = _process_error(row, execution)
+    if process_error is not None:
+        return SampleResult(status="ERR", command=Check("error", process_error), error=process_error, **base)  # type: ignore[arg-type]
+    command_failure = _command_failure(row, execution.exit_code, stdout, stderr)
+    programs = row_programs(row)
+    if command_failure is not None:
+        return SampleResult(
+            status="FAIL",
+            command=Check("fail", command_failure),
+            assertions=Check("not_evaluated", expression=row.expect.cel) if programs.assertion else None,
+            metrics={name: MetricValue("not_evaluated") for name in programs.metrics},
+            error=command_failure,
+            **base,  # type: ignore[arg-type]
+        )
+    context = _context(row, index, stdout, stderr, execution, tmpdir, programs)
+    not_json = f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
+    if execution.truncated:
+        not_json += " (stdout was cut at the capture limit)"
+    assertion = _assert(programs.assertion, context, not_json) if programs.assertion else None
+    metrics = {name: _extract(name, program, context, not_json, index) for name, program in programs.metrics.items()}
+    indeterminate = _indeterminate(programs.indeterminate, context, not_json)
+    errors = [c.error for c in (assertion, indeterminate) if c is not None and c.status == "error"]
+    # A non-gating metric (gate: false) never fails or errors a row: its error stays on its value only.
+    gating = {m.name for m in row.metrics if m.gate}
+    errors += [f"metric {name}: {m.error}" for name, m in metrics.items() if m.status == "error" and name in gating]
+    status: Status = "ERR" if errors else ("FAIL" if assertion is not None and assertion.status == "fail" else "PASS")
+    return SampleResult(
+        status=status,
+        command=Check("pass"),
+        assertions=assertion,
+        metrics=metrics,
+        error="; ".join(str(e) for e in errors) or None,
+        indeterminate=indeterminate is not None and indeterminate.status == "pass",
+        **base,  # type: ignore[arg-type]
+    )
+
+
+def _process_error(row: RowSpec, execution: Execution) -> str | None:
+    if execution.timed_out:
+        return f"timed out: the row's {format_duration(row.timeout_s)} budget ran out (process group killed)"
+    if execution.cancelled:
+        return "cancelled (process group killed)"
+    return execution.error
+
+
+def _command_failure(row: RowSpec, exit_code: int | None, stdout: str, stderr: str) -> str | None:
+    expect = row.expect
+    if exit_code != expect.exit_code:
+        return f"exit code {exit_code}, expected {expect.exit_code}"
+    # A table cell cannot hold a trailing newline, so trailing newlines are not compared.
+    if expect.stdout is not None and stdout.rstrip("\r\n") != expect.stdout.rstrip("\r\n"):
+        return f"stdout {_excerpt(stdout)!r} is not the expected {_excerpt(expect.stdout)!r}"
+    if expect.stderr is not None and stderr.rstrip("\r\n") != expect.stderr.rstrip("\r\n"):
+        return f"stderr {_excerpt(stderr)!r} is not the expected {_excerpt(expect.stderr)!r}"
+    return None
+
+
+def _context(
+    row: RowSpec, index: int, stdout: str, stderr: str, execution: Execution, tmpdir: str, programs: RowPrograms
+) -> dict[str, object]:
+    context: dict[str, object] = {
+        "stdout": stdout,
+        "output": stdout,
+        "stderr": stderr,
+        "exitCode": execution.exit_code if execution.exit_code is not None else -1,
+        "duration_ms": execution.duration_ms,
+        "sample": index,
+        "properties": dict(row.properties),
+    }
+    for name in declarable_properties(row.properties):
+        context[name] = row.properties[name]
+    if programs.uses_json:
+        parsed = _parse_observation(stdout)
+        if parsed is not None:
+            context["json"] = parsed
+    if programs.uses_files:
+        context["files"] = read_files(tmpdir)
+    return context
+
+
+def _parse_observation(stdout: str) -> object | None:
+    text = stdout.strip()
+    if not text or text[0] not in "[{":
+        return None
+    try:
+        parsed = parse_json(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def read_files(root: str, limit: int = FILES_LIMIT) -> dict[str, str]:
+    """Text of the files a sample wrote under its tmpdir, each capped at ``limit`` bytes."""
+    found: dict[str, str] = {}
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    continue  # a FIFO or device would block or never end
+                with open(path, "rb") as handle:
+                    data = handle.read(limit)
+            except OSError:
+                continue
+            found[os.path.relpath(path, root)] = data.decode("utf-8", errors="replace")
+    return found
+
+
+def _evaluate(program: Program, context: Mapping[str, object], not_json: str) -> CelValue:
+    """Evaluate; ``not_json`` is the message when the expression needs ``json`` and stdout is not JSON."""
+    result = program.evaluate(context)
+    if result.error == "no value for 'json'":
+        return CelValue(error=not_json)
+    return result
+
+
+def _assert(program: Program, context: Mapping[str, object], not_json: str) -> Check:
+    result = _evaluate(program, context, not_json)
+    if result.error is not None:
+        return Check("error", result.error, program.expression)
+    if not isinstance(result.value, bool):
+        return Check("error", f"must be true or false, got {result.value!r}", program.expression)
+    return Check("pass" if result.value else "fail", None, program.expression)
+
+
+def _indeterminate(program: Program | None, context: Mapping[str, object], not_json: str) -> Check | None:
+    if program is None:
+        return None
+    result = _assert(program, context, not_json)
+    if result.status == "error":
+        return Check("error", f"indeterminate: {result.error}", program.expression)
+    return result
+
+
+def _extract(name: str, program: Program, context: Mapping[str, object], not_json: str, index: int) -> MetricValue:
+    result = _evaluate(program, context, not_json)
+    if result.error is not None:
+        return MetricValue("error", error=f"sample {index}: {program.expression} failed: {result.error}")
+    value = result.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        shown = "null" if value is None else f"{_CEL_TYPES.get(type(value), type(value).__name__)} {value!r}"
+        return MetricValue("error", error=f"sample {index}: {program.expression} gave {shown}, not a number")
+    if not math.isfinite(value):
+        return MetricValue("error", error=f"sample {index}: {program.expression} gave {value}, not a finite number")
+    return MetricValue("pass", value=float(value) if isinstance(value, float) else value)
+
+
+def _excerpt(text: str) -> str:
+    flat = text.strip()
+    return flat if len(flat) <= _EXCERPT else flat[:_EXCERPT] + "…"

@@ -1,0 +1,1 @@
+"""From Markdown fixture files to a validated matrix of row specs: parse, read config, template, select."""

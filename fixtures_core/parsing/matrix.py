@@ -1,0 +1,76 @@
+"""Turn command-line paths into the matrix of rows a run executes."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from fixtures_core.errors import FixtureError, UsageError
+from fixtures_core.parsing.parser import parse_file
+from fixtures_core.spec import Matrix
+
+
+def fixture_paths(paths: Sequence[str]) -> list[Path]:
+    """Fixture files named directly, or every ``*.md`` below a named folder (sorted).
+
+    Hidden folders below a named folder (``.git``, ``.venv``, ``.assay``) are not searched,
+    and a file reached twice (named and inside a named folder) is read once.
+    """
+    found: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*.md")
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1])
+                )
+            )
+        elif path.exists():
+            found.append(path)
+        else:
+            raise FixtureError(text, 0, "no such fixture file or folder")
+    if not found:
+        raise UsageError(f"no fixture files found in {', '.join(paths)}")
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
+
+
+def load_matrix(paths: Sequence[str]) -> Matrix:
+    """Parse every fixture file (raises FixtureError on the first malformed file)."""
+    return Matrix(files=tuple(parse_file(p) for p in fixture_paths(paths)))
+
+
+def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = None) -> Matrix:
+    """Keep rows whose name matches ``name_glob``, and the baseline rows they compare
+    with (a comparison must never be dropped by a filter); override every row's repeat."""
+    if repeat is not None and repeat < 1:
+        raise UsageError(f"--repeat must be a whole number >= 1, got {repeat}")
+    wanted = {r.name for r in matrix.rows if name_glob is None or fnmatch.fnmatchcase(r.name, name_glob)}
+    wanted |= _baselines_of(matrix, wanted)
+    files = []
+    for fixture in matrix.files:
+        rows = [r for r in fixture.rows if r.name in wanted]
+        if repeat is not None:
+            rows = [replace(r, repeat=repeat) for r in rows]
+        files.append(replace(fixture, rows=tuple(rows)))
+    selected = Matrix(files=tuple(files))
+    if not selected.rows:
+        raise UsageError(f"--filter {name_glob!r} matches no row" if name_glob else "the fixtures contain no rows")
+    return selected
+
+
+def _baselines_of(matrix: Matrix, names: set[str]) -> set[str]:
+    """Every row name that the named rows compare with, directly or through other baseline rows."""
+    found: set[str] = set()
+    frontier = set(names)
+    while frontier:
+        needed = set().union(*(r.compared_baselines() for r in matrix.rows if r.name in frontier))
+        frontier = needed - names - found
+        found |= frontier
+    return found

@@ -1,0 +1,1 @@
+"""What a run leaves on disk: the run document (``assay.run/v1``) and the state folder."""

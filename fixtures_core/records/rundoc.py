@@ -1,0 +1,272 @@
+"""The run document, schema ``assay.run/v1``: one self-describing JSON file per run.
+
+The same file is the baseline format, so ``load_run(write(run))`` must give
+back an equal ``RunResult``; a round-trip test pins it. Keys are snake_case
+and optional parts are omitted when empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from fixtures_core.analysis.baseline import Comparison
+from fixtures_core.analysis.finalize import Summary
+from fixtures_core.errors import BaselineError
+from fixtures_core.results import RowResult, Status
+
+SCHEMA = "assay.run/v1"
+# Field names that differ in JSON (Python keywords or clearer names).
+_JSON_NAMES = {"row_class": "class", "before": "from", "after": "to"}
+_PY_NAMES = {v: k for k, v in _JSON_NAMES.items()}
+
+
+@dataclass(frozen=True)
+class FixtureResult:
+    """One fixture file's rows, with the digest of the file that ran."""
+
+    file: str
+    sha256: str
+    rows: tuple[RowResult, ...]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything one run found; what ``run.json`` holds."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    status: Status
+    fixtures: tuple[FixtureResult, ...]
+    summary: Summary
+    label: str | None = None
+    error: str | None = None
+    environment: Mapping[str, object] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
+    comparison: Comparison | None = None
+    schema: str = SCHEMA
+
+    @property
+    def rows(self) -> tuple[RowResult, ...]:
+        return tuple(row for f in self.fixtures for row in f.rows)
+
+    @property
+    def verdict(self) -> Status:
+        """The one verdict: the run's status, made FAIL by a regression against a baseline."""
+        if self.status == "PASS" and self.comparison is not None and self.comparison.regressed:
+            return "FAIL"
+        return self.status
+
+
+def utc_now() -> str:
+    """An ISO 8601 UTC timestamp with seconds precision."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def environment() -> dict[str, object]:
+    """Where a run happened: assay and Python versions, platform, git state."""
+    try:
+        version = metadata.version("assay")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    found: dict[str, object] = {
+        "assay_version": version,
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+    }
+    git = _git_state()
+    if git:
+        found["git"] = git
+    return found
+
+
+def _git_state() -> dict[str, object]:
+    def ask(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = ask("rev-parse", "HEAD")
+    if commit is None:
+        return {}
+    status = ask("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "branch": ask("rev-parse", "--abbrev-ref", "HEAD"), "dirty": bool(status)}
+
+
+# --- encoding -------------------------------------------------------------------
+
+
+# The order DESIGN lists the run document's keys in; readers see them so.
+_RUN_KEYS = (
+    "schema", "run_id", "label", "started_at", "finished_at", "status", "error",
+    "environment", "options", "fixtures", "summary", "comparison",
+)  # fmt: skip
+
+
+def to_document(run: RunResult) -> dict[str, Any]:
+    """The JSON-ready document of a run, keys in schema order."""
+    encoded = encode(run)
+    assert isinstance(encoded, dict)
+    return {key: encoded[key] for key in _RUN_KEYS if key in encoded}
+
+
+def encode(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, object] = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if _omitted(item, f):
+                continue
+            out[_JSON_NAMES.get(f.name, f.name)] = encode(item)
+        if isinstance(value, Summary):
+            _nest_groups(out)
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    return value
+
+
+def _omitted(item: object, f: dataclasses.Field[Any]) -> bool:
+    if item is None:
+        return True
+    if item is False and f.default is False:
+        return True
+    if isinstance(item, (tuple, list, dict)) and not item and f.default is not dataclasses.MISSING:
+        return True
+    if isinstance(item, Mapping) and not item and f.default_factory is not dataclasses.MISSING:
+        return True
+    return dataclasses.is_dataclass(item) and hasattr(item, "is_empty") and item.is_empty()
+
+
+def _nest_groups(summary: dict[str, object]) -> None:
+    """The document keeps per-group figures under ``summary.stochastic.groups``."""
+    groups = summary.pop("groups", None)
+    if groups is not None and isinstance(summary.get("stochastic"), dict):
+        summary["stochastic"]["groups"] = groups  # type: ignore[index]
+
+
+# --- decoding -------------------------------------------------------------------
+
+
+def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult:
+    """Rebuild a RunResult; raise BaselineError when the document is not a v1 run."""
+    if not isinstance(document, Mapping) or document.get("schema") != SCHEMA:
+        found = document.get("schema") if isinstance(document, Mapping) else type(document).__name__
+        raise BaselineError(path, f"not an {SCHEMA} run document (schema: {found!r})")
+    data = dict(document)
+    summary = dict(data.get("summary") or {})
+    stochastic = summary.get("stochastic")
+    if isinstance(stochastic, dict) and "groups" in stochastic:
+        stochastic = dict(stochastic)
+        summary["groups"] = stochastic.pop("groups")
+        summary["stochastic"] = stochastic
+    data["summary"] = summary
+    try:
+        decoded = _decode(data, RunResult)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise BaselineError(path, f"malformed run document: {exc}") from None
+    assert isinstance(decoded, RunResult)
+    return decoded
+
+
+def _decode(value: object, hint: Any) -> object:
+    origin = get_origin(hint)
+    if hint is Any or hint is object:
+        return value
+    if origin in (Union, types.UnionType):
+        options = [a for a in get_args(hint) if a is not type(None)]
+        return None if value is None else _decode(value, options[0])
+    if origin is Literal:
+        if value not in get_args(hint):
+            raise ValueError(f"{value!r} is not one of {get_args(hint)}")
+        return value
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object for {hint.__name__}, got {type(value).__name__}")
+        hints = _hints(hint)
+        kwargs = {}
+        for key, item in value.items():
+            name = _PY_NAMES.get(key, key)
+            if name in hints:
+                kwargs[name] = _decode(item, hints[name])
+        for f in dataclasses.fields(hint):
+            if f.name not in kwargs and _is_optional(hints[f.name]):
+                kwargs[f.name] = None  # omitted because empty
+        return hint(**kwargs)
+    if origin is tuple:
+        args = get_args(hint)
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(v, args[0]) for v in value)
+        return tuple(_decode(v, a) for v, a in zip(value, args, strict=True))
+    if origin in (Mapping, dict, typing.Mapping):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        _key, item_hint = get_args(hint) or (str, Any)
+        return {k: _decode(v, item_hint) for k, v in value.items()}
+    if hint in (int, float, str, bool):
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+            raise TypeError(f"expected {hint.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _is_optional(hint: Any) -> bool:
+    return get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+# --- files ----------------------------------------------------------------------
+
+
+def write_json_atomic(path: Path, document: object) -> None:
+    """Write JSON so that readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1, default=str)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def load_run(path: str | Path) -> RunResult:
+    """Read a run document from disk; every failure is a BaselineError (fail closed)."""
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(shown, "file not found") from None
+    except OSError as exc:
+        raise BaselineError(shown, f"cannot read: {exc.strerror}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise BaselineError(shown, f"not JSON ({exc})") from None
+    return from_document(document, shown)

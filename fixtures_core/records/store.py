@@ -1,0 +1,132 @@
+"""The state folder (``.assay`` by default): runs, evidence, latest, baselines.
+
+.assay/runs/<run-id>/run.json               the run document (append-only)
+.assay/runs/<run-id>/evidence/<row>.jsonl   a line per sample as it finishes, then the raw row
+.assay/latest.json                          a hard link to the newest run document
+.assay/baselines/<name>.json                runs promoted by ``assay bless``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fixtures_core.errors import BaselineError
+from fixtures_core.records.rundoc import RunResult, encode, load_run, to_document, write_json_atomic
+from fixtures_core.results import RowResult, SampleResult
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def append_line(path: Path, document: object) -> None:
+    """Append one JSON line with a single write: a crash leaves whole lines and at most
+    one torn last line, which readers skip."""
+    data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time and a short random suffix."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a row name."""
+    return _UNSAFE.sub("_", text).strip("_") or "row"
+
+
+@dataclass(frozen=True)
+class Store:
+    """Paths and writes under one state folder."""
+
+    root: Path
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / "runs" / run_id
+
+    def run_file(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "run.json"
+
+    @property
+    def latest(self) -> Path:
+        return self.root / "latest.json"
+
+    def baseline_file(self, name: str) -> Path:
+        return self.root / "baselines" / f"{slug(name)}.json"
+
+    def evidence_file(self, run_id: str, row_index: int, row_name: str) -> Path:
+        return self.run_dir(run_id) / "evidence" / f"{row_index:04d}-{slug(row_name)}.jsonl"
+
+    def prepare_evidence(self, run_id: str) -> None:
+        """Create the evidence folder once, so each sample costs a single append."""
+        (self.run_dir(run_id) / "evidence").mkdir(parents=True, exist_ok=True)
+
+    def write_sample(self, run_id: str, row_index: int, row_name: str, sample: SampleResult) -> None:
+        """Append one finished sample's evidence to its row's file, as soon as it exists."""
+        append_line(self.evidence_file(run_id, row_index, row_name), {"sample": encode(sample)})
+
+    def write_row(self, run_id: str, row_index: int, row: RowResult) -> None:
+        """Close a row's evidence with its raw result: its samples' verdict before finalize
+        adds metrics and comparisons (run.json has the final one). The sample lines above
+        already hold the outputs, so only their count is repeated."""
+        document = encode(row)
+        assert isinstance(document, dict)
+        document["samples"] = len(row.samples)
+        append_line(self.evidence_file(run_id, row_index, row.name), {"raw_row": document})
+
+    def write_run(self, run: RunResult) -> Path:
+        """Write ``run.json`` and point ``latest.json`` at it; return the run file."""
+        path = self.run_file(run.run_id)
+        write_json_atomic(path, to_document(run))
+        self._link_latest(path)
+        return path
+
+    def _link_latest(self, path: Path) -> None:
+        """``latest.json`` is a hard link to the newest run file: a full run document, no second copy."""
+        tmp = self.latest.with_name(f".latest.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(path, tmp)
+        except OSError:  # a file system without hard links gets a copy
+            shutil.copyfile(path, tmp)
+        tmp.replace(self.latest)
+
+    def resolve_run(self, reference: str) -> Path:
+        """A run file from a path, a run id, a baseline name, or ``latest``."""
+        candidates = [Path(reference), self.run_file(reference), self.baseline_file(reference)]
+        if reference == "latest":
+            candidates.append(self.latest)
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        raise BaselineError(
+            reference, f"no such run file, run id under {self.root}/runs, or baseline name under {self.root}/baselines"
+        )
+
+    def bless(self, reference: str, name: str) -> Path:
+        """Promote a run to ``baselines/<name>.json`` after checking it loads."""
+        source = self.resolve_run(reference)
+        load_run(source)
+        target = self.baseline_file(name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)
+        return target
+
+    def runs(self) -> list[Path]:
+        """Every saved run file, newest first."""
+        folder = self.root / "runs"
+        if not folder.is_dir():
+            return []
+        return sorted((p / "run.json" for p in folder.iterdir() if (p / "run.json").is_file()), reverse=True)

@@ -1,0 +1,1 @@
+"""What people read: reports rendered from finished runs (they never decide a status)."""

@@ -1,0 +1,399 @@
+"""Checking one sample: command expectations, the CEL assertion, metric extraction.
+
+Executions come from real processes where the process matters; where only the
+check matters, an ``Execution`` value is written out directly (it is a plain
+record of what a process did). CEL is always the real engine.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.execution import checks
+from fixtures_core.execution.checks import check_sample, read_files, row_programs
+from fixtures_core.execution.rows import RunSettings, run_row
+from fixtures_core.execution.sampling import Execution, ProcessGroups, execute
+from fixtures_core.results import MetricValue, SampleResult
+from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
+
+
+def metric(name: str, extract: str) -> MetricSpec:
+    return MetricSpec(name=name, extract=extract, unit="u", file="f.md", line=2)
+
+
+def make_row(
+    *,
+    cel: str | None = None,
+    exit_code: int = 0,
+    stdout: str | None = None,
+    stderr: str | None = None,
+    metrics: Sequence[MetricSpec] = (),
+    properties: dict[str, PropertyValue] | None = None,
+    indeterminate: str | None = None,
+    timeout_s: float = 90.0,
+) -> RowSpec:
+    return RowSpec(
+        file="f.md",
+        line=7,
+        name="row",
+        argv=("agent",),
+        expect=Expectation(exit_code=exit_code, stdout=stdout, stderr=stderr, cel=cel),
+        properties=properties or {},
+        metrics=tuple(metrics),
+        indeterminate=indeterminate,
+        timeout_s=timeout_s,
+    )
+
+
+def ran(stdout: str = "", stderr: str = "", exit_code: int | None = 0, **extra: object) -> Execution:
+    return Execution(exit_code, stdout.encode(), stderr.encode(), 12.5, **extra)  # type: ignore[arg-type]
+
+
+def check(row: RowSpec, execution: Execution, tmpdir: str = "/nonexistent", index: int = 0) -> SampleResult:
+    return check_sample(row, index, execution, tmpdir)
+
+
+# --- command expectations ------------------------------------------------------------------
+
+
+def test_exit_code_mismatch_fails_and_skips_assertion_and_metrics() -> None:
+    row = make_row(cel="json.ok == true", metrics=[metric("tokens", "json.n")])
+    sample = check(row, ran('{"ok": true, "n": 5}', exit_code=1))
+    assert sample.status == "FAIL"
+    assert sample.command.status == "fail"
+    assert sample.command.error == "exit code 1, expected 0"
+    assert sample.assertions is not None
+    assert sample.assertions.status == "not_evaluated"
+    assert sample.assertions.expression == "json.ok == true"
+    assert sample.metrics == {"tokens": MetricValue("not_evaluated")}
+    assert sample.error == "exit code 1, expected 0"
+
+
+def test_expected_nonzero_exit_code_passes() -> None:
+    sample = check(make_row(exit_code=2), ran(exit_code=2))
+    assert sample.status == "PASS"
+    assert sample.command.status == "pass"
+    assert sample.assertions is None
+
+
+def test_exact_stdout_ignores_trailing_newlines_only() -> None:
+    assert check(make_row(stdout="hello"), ran("hello\n")).status == "PASS"
+    failed = check(make_row(stdout="hello"), ran("hello world\n"))
+    assert failed.status == "FAIL"
+    assert failed.command.error == "stdout 'hello world' is not the expected 'hello'"
+
+
+def test_exact_stderr_is_checked() -> None:
+    failed = check(make_row(stderr="warn"), ran("", "boom\n"))
+    assert failed.status == "FAIL"
+    assert failed.command.error == "stderr 'boom' is not the expected 'warn'"
+
+
+def test_long_stdout_is_excerpted_in_the_message() -> None:
+    failed = check(make_row(stdout="x"), ran("y" * 500))
+    assert failed.command.error is not None
+    assert "y" * 120 + "…" in failed.command.error
+    assert "y" * 121 not in failed.command.error
+
+
+# --- process errors ---------------------------------------------------------------------------
+
+
+def test_timed_out_execution_is_an_error_naming_the_budget() -> None:
+    sample = check(make_row(timeout_s=90), ran(exit_code=None, timed_out=True))
+    assert sample.status == "ERR"
+    assert sample.command.status == "error"
+    assert sample.error == "timed out: the row's 1m30s budget ran out (process group killed)"
+
+
+def test_cancelled_execution_is_an_error() -> None:
+    sample = check(make_row(), ran(exit_code=None, cancelled=True))
+    assert sample.status == "ERR"
+    assert sample.error == "cancelled (process group killed)"
+
+
+def test_execution_that_could_not_start_is_an_error() -> None:
+    execution = execute(["assay-no-such-program-xyz"], deadline=time.monotonic() + 10)
+    sample = check(make_row(cel="true"), execution)
+    assert sample.status == "ERR"
+    assert sample.error is not None and sample.error.startswith("cannot start 'assay-no-such-program-xyz'")
+
+
+# --- CEL assertion -----------------------------------------------------------------------------
+
+
+def test_true_assertion_passes() -> None:
+    sample = check(make_row(cel='json.state == "completed"'), ran('{"state": "completed"}'))
+    assert sample.status == "PASS"
+    assert sample.assertions is not None and sample.assertions.status == "pass"
+
+
+def test_false_assertion_fails_without_an_error() -> None:
+    sample = check(make_row(cel='json.state == "completed"'), ran('{"state": "failed"}'))
+    assert sample.status == "FAIL"
+    assert sample.assertions is not None
+    assert sample.assertions.status == "fail"
+    assert sample.assertions.error is None
+    assert sample.error is None
+
+
+def test_missing_key_is_an_error_not_false() -> None:
+    sample = check(make_row(cel="json.zz == 1"), ran('{"a": 1}'))
+    assert sample.status == "ERR"
+    assert sample.assertions is not None
+    assert sample.assertions.status == "error"
+    assert sample.assertions.error == "no such key: zz"
+    assert sample.error == "no such key: zz"
+
+
+def test_non_boolean_assertion_is_an_error() -> None:
+    sample = check(make_row(cel="json.a"), ran('{"a": 1}'))
+    assert sample.status == "ERR"
+    assert sample.error == "must be true or false, got 1"
+
+
+def test_json_use_on_non_json_stdout_says_so_and_shows_stdout() -> None:
+    sample = check(make_row(cel="json.a == 1"), ran("Traceback: boom\n"))
+    assert sample.status == "ERR"
+    assert sample.error == "stdout is not a JSON object or array: 'Traceback: boom'"
+
+
+def test_json_scalar_stdout_is_not_an_observation() -> None:
+    sample = check(make_row(cel="json == 42"), ran("42\n"))
+    assert sample.status == "ERR"
+    assert sample.error is not None and "not a JSON object or array" in sample.error
+
+
+def test_truncated_json_says_it_was_cut() -> None:
+    sample = check(make_row(cel="json.a == 1"), ran('{"a": 1, "b": "xxxx', truncated=True))
+    assert sample.status == "ERR"
+    assert sample.truncated is True
+    assert sample.error is not None and "cut at the capture limit" in sample.error
+
+
+def test_json_array_stdout_is_parsed() -> None:
+    assert check(make_row(cel="size(json) == 2 && json[1].x == 2"), ran('[{"x": 1}, {"x": 2}]')).status == "PASS"
+
+
+def test_text_assertions_do_not_need_json() -> None:
+    row = make_row(cel='stdout.contains("ready") && output == stdout && stderr == "w\\n" && exitCode == 0')
+    assert check(row, ran("not json, ready\n", "w\n")).status == "PASS"
+
+
+def test_context_has_sample_duration_and_properties() -> None:
+    row = make_row(
+        cel='sample == 4 && duration_ms > 12.0 && selector == "api:x" && properties.selector == "api:x"',
+        properties={"selector": "api:x"},
+    )
+    assert check(row, ran(), index=4).status == "PASS"
+    assert check(row, ran(), index=3).status == "FAIL"
+
+
+def test_json_ints_and_floats_compare_across_types() -> None:
+    assert check(make_row(cel="json.x == 1 && json.y == 2"), ran('{"x": 1.0, "y": 2}')).status == "PASS"
+
+
+def test_invalid_utf8_output_is_replaced_not_fatal() -> None:
+    execution = Execution(0, b"ok \xff\n", b"", 1.0)
+    sample = check(make_row(cel='stdout.startsWith("ok")'), execution)
+    assert sample.status == "PASS"
+    assert sample.stdout == "ok \ufffd\n"
+
+
+# --- metric extraction ----------------------------------------------------------------------------
+
+
+def test_json_is_parsed_for_metrics_without_any_assertion() -> None:
+    row = make_row(metrics=[metric("tokens", "json.usage.tokens"), metric("ms", "json.ms")])
+    sample = check(row, ran('{"usage": {"tokens": 1234}, "ms": 56.5}'))
+    assert sample.status == "PASS"
+    assert sample.assertions is None
+    assert sample.metrics["tokens"] == MetricValue("pass", value=1234)
+    assert isinstance(sample.metrics["tokens"].value, int)
+    assert sample.metrics["ms"].status == "pass"
+    assert sample.metrics["ms"].value == pytest.approx(56.5)
+
+
+def test_false_assertion_keeps_its_metric_values() -> None:
+    row = make_row(cel='json.state == "completed"', metrics=[metric("ms", "json.ms")])
+    sample = check(row, ran('{"state": "failed", "ms": 812}'))
+    assert sample.status == "FAIL"
+    assert sample.metrics["ms"] == MetricValue("pass", value=812)
+
+
+def test_metric_can_use_text_and_properties() -> None:
+    row = make_row(metrics=[metric("len", "size(stdout) * factor")], properties={"factor": 2})
+    assert check(row, ran("abcd")).metrics["len"].value == 8
+
+
+@pytest.mark.parametrize(
+    ("extract", "stdout", "shown"),
+    [
+        ("json.v", '{"v": null}', "gave null, not a number"),
+        ("json.v", '{"v": true}', "gave bool True, not a number"),
+        ("json.v", '{"v": "12"}', "gave string '12', not a number"),
+        ("json.v", '{"v": [1]}', "gave list [1], not a number"),
+        ("json.v", '{"v": NaN}', "gave nan, not a finite number"),
+        ('double("NaN")', "{}", "gave nan, not a finite number"),
+        ('double("Infinity")', "{}", "gave inf, not a finite number"),
+        ("-1.0 / 0.0", "{}", "gave -inf, not a finite number"),
+        ("json.zz", '{"v": 1}', "failed: no such key: zz"),
+    ],
+)
+def test_metric_errors_name_metric_sample_and_what_came_back(extract: str, stdout: str, shown: str) -> None:
+    row = make_row(metrics=[metric("tokens", extract)])
+    sample = check(row, ran(stdout), index=2)
+    assert sample.status == "ERR"
+    value = sample.metrics["tokens"]
+    assert value.status == "error"
+    assert value.value is None
+    assert value.error == f"sample 2: {extract} {shown}"
+    assert sample.error == f"metric tokens: sample 2: {extract} {shown}"
+
+
+def test_metric_on_non_json_stdout_says_so() -> None:
+    sample = check(make_row(metrics=[metric("ms", "json.ms")]), ran("plain text"))
+    assert sample.status == "ERR"
+    assert sample.metrics["ms"].error == "sample 0: json.ms failed: stdout is not a JSON object or array: 'plain text'"
+
+
+def test_assertion_and_metric_errors_are_both_reported() -> None:
+    row = make_row(cel="json.missing", metrics=[metric("ms", "json.ms")])
+    sample = check(row, ran('{"ms": null}'))
+    assert sample.status == "ERR"
+    assert sample.error == "no such key: missing; metric ms: sample 0: json.ms gave null, not a number"
+
+
+def test_non_gating_metric_error_is_recorded_but_never_errors_the_sample() -> None:
+    cost = replace(metric("cost", "json.cost"), gate=False)
+    row = make_row(cel="json.ok", metrics=[metric("ms", "json.ms"), cost])
+    sample = check(row, ran('{"ok": true, "ms": 7}'), index=1)
+    assert sample.status == "PASS"
+    assert sample.error is None
+    assert sample.metrics["ms"] == MetricValue("pass", value=7)
+    assert sample.metrics["cost"] == MetricValue("error", error="sample 1: json.cost failed: no such key: cost")
+
+
+def test_non_gating_metric_error_keeps_a_false_assertion_a_fail() -> None:
+    row = make_row(cel="json.ok", metrics=[replace(metric("cost", "json.cost"), gate=False)])
+    sample = check(row, ran('{"ok": false}'))
+    assert sample.status == "FAIL"
+    assert sample.error is None
+    assert sample.metrics["cost"].status == "error"
+
+
+def test_gating_metric_error_still_errors_beside_a_non_gating_one() -> None:
+    row = make_row(metrics=[metric("ms", "json.ms"), replace(metric("cost", "json.cost"), gate=False)])
+    sample = check(row, ran("{}"))
+    assert sample.status == "ERR"
+    assert sample.error == "metric ms: sample 0: json.ms failed: no such key: ms"
+
+
+def test_row_with_a_failing_non_gating_metric_runs_every_sample_and_passes(tmp_path: Path) -> None:
+    script = 'import json; print(json.dumps({"ok": True, "ms": 3}))'
+    cost = replace(metric("cost", "json.cost"), gate=False)
+    row = replace(
+        make_row(cel="json.ok", metrics=[metric("ms", "json.ms"), cost]),
+        argv=(sys.executable, "-c", script),
+        repeat=3,
+    )
+    result = run_row(row, RunSettings(run_id="run-1", tmp_root=str(tmp_path)), ProcessGroups())
+    assert result.status == "PASS"
+    assert result.error is None
+    assert [s.status for s in result.samples] == ["PASS", "PASS", "PASS"]
+    assert [s.metrics["cost"].status for s in result.samples] == ["error", "error", "error"]
+    assert [s.metrics["ms"].value for s in result.samples] == [3, 3, 3]
+
+
+def test_one_bad_metric_does_not_discard_the_good_one() -> None:
+    row = make_row(metrics=[metric("good", "json.a"), metric("bad", "json.b")])
+    sample = check(row, ran('{"a": 3, "b": "x"}'))
+    assert sample.metrics["good"] == MetricValue("pass", value=3)
+    assert sample.metrics["bad"].status == "error"
+
+
+# --- indeterminate ---------------------------------------------------------------------------------
+
+
+def test_indeterminate_marks_the_sample_without_changing_its_status() -> None:
+    row = make_row(cel="json.ok", indeterminate='json.reason == "rate_limited"')
+    marked = check(row, ran('{"ok": true, "reason": "rate_limited"}'))
+    assert marked.status == "PASS" and marked.indeterminate is True
+    plain = check(row, ran('{"ok": true, "reason": "none"}'))
+    assert plain.status == "PASS" and plain.indeterminate is False
+
+
+def test_indeterminate_error_is_an_error() -> None:
+    sample = check(make_row(indeterminate="json.zz == 1"), ran("{}"))
+    assert sample.status == "ERR"
+    assert sample.error == "indeterminate: no such key: zz"
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def test_files_variable_sees_what_the_sample_wrote(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "answer.txt").write_text("42\n")
+    (tmp_path / "top.json").write_text('{"a": 1}')
+    row = make_row(cel='files["out/answer.txt"] == "42\\n" && size(files) == 2', metrics=[metric("n", "size(files)")])
+    sample = check(row, ran(), tmpdir=str(tmp_path))
+    assert sample.status == "PASS"
+    assert sample.metrics["n"].value == 2
+
+
+def test_read_files_caps_each_file(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_bytes(b"a" * 5000)
+    (tmp_path / "small.txt").write_bytes(b"bb")
+    assert read_files(str(tmp_path), limit=1000) == {"big.txt": "a" * 1000, "small.txt": "bb"}
+
+
+def test_read_files_skips_fifos_instead_of_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "result.txt").write_text("done")
+    box: dict[str, dict[str, str]] = {}
+    reader = threading.Thread(target=lambda: box.update(found=read_files(str(tmp_path))), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # unblock the reader so the test process can exit
+        with open(tmp_path / "pipe", "w"):
+            pass
+        pytest.fail("read_files blocked on a FIFO")
+    assert box["found"] == {"result.txt": "done"}
+
+
+def test_row_programs_know_what_context_they_need() -> None:
+    assert row_programs(make_row(cel="stdout == ''")).uses_json is False
+    assert row_programs(make_row(cel="stdout == ''")).uses_files is False
+    assert row_programs(make_row(metrics=[metric("m", "json.a")])).uses_json is True
+    assert row_programs(make_row(cel="has(files.x)")).uses_files is True
+    assert row_programs(make_row(metrics=[metric("n", "size(files)")])).uses_files is True
+
+
+def test_a_property_named_like_files_does_not_read_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = make_row(cel='profiles == "default" && myfiles == 2', properties={"profiles": "default", "myfiles": 2})
+    assert row_programs(row).uses_files is False
+
+    def never(root: str) -> dict[str, str]:
+        raise AssertionError(f"read_files({root!r}) called")
+
+    monkeypatch.setattr(checks, "read_files", never)
+    assert check(row, ran(), tmpdir="/nonexistent").status == "PASS"
+
+
+def test_a_real_process_checked_end_to_end(tmp_path: Path) -> None:
+    script = 'import json; print(json.dumps({"state": "completed", "ms": 41.5}))'
+    execution = execute([sys.executable, "-c", script], deadline=time.monotonic() + 20)
+    row = make_row(cel='json.state == "completed"', metrics=[metric("ms", "json.ms")])
+    sample = check(row, execution, tmpdir=str(tmp_path))
+    assert sample.status == "PASS"
+    assert sample.exit_code == 0
+    assert sample.metrics["ms"].value == pytest.approx(41.5)

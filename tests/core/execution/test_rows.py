@@ -1,0 +1,417 @@
+"""Running one logical row: k samples, serially, under one shared time budget.
+
+Real subprocesses (``bash -c``) only. Timeouts are proven by status, message
+and dead process groups, never by how long they took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.analysis.finalize import finalize_rows
+from fixtures_core.execution.rows import RunSettings, run_row, run_sample, template_values
+from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.parsing.parser import parse_text
+from fixtures_core.results import RowResult, SampleResult, combine_outcomes, worst
+from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
+from tests.processes import gone_soon, is_gone
+
+
+def q(path: Path) -> str:
+    return shlex.quote(str(path))
+
+
+def shell_row(
+    tmp_path: Path,
+    script: str,
+    *,
+    name: str = "row",
+    cel: str | None = None,
+    exit_code: int = 0,
+    repeat: int = 1,
+    timeout_s: float = 30.0,
+    metrics: Sequence[MetricSpec] = (),
+    properties: dict[str, PropertyValue] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    skip: str | None = None,
+    argv: tuple[str, ...] | None = None,
+) -> RowSpec:
+    return RowSpec(
+        file=str(tmp_path / "fixture.md"),
+        line=9,
+        name=name,
+        argv=argv or ("bash", "-c", script),
+        expect=Expectation(exit_code=exit_code, cel=cel),
+        properties=properties or {},
+        env=env or {},
+        cwd=cwd,
+        timeout_s=timeout_s,
+        repeat=repeat,
+        metrics=tuple(metrics),
+        skip=skip,
+    )
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> RunSettings:
+    root = tmp_path / "tmp-root"
+    root.mkdir()
+    return RunSettings(run_id="run-123", tmp_root=str(root))
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture
+def pid_files() -> Iterator[list[Path]]:
+    files: list[Path] = []
+    yield files
+    for path in files:
+        if path.exists() and path.read_text().strip():
+            pid = int(path.read_text())
+            if not is_gone(pid):
+                os.kill(pid, 9)
+
+
+# --- repeats ------------------------------------------------------------------------------------
+
+
+def test_repeat_three_runs_three_times_into_one_result(tmp_path: Path, settings: RunSettings) -> None:
+    counter = tmp_path / "counter"
+    row = shell_row(tmp_path, f'echo "$ASSAY_SAMPLE" >> {q(counter)}; echo \'{{"ok": true}}\'', cel="json.ok", repeat=3)
+    result = run_row(row, settings, ProcessGroups())
+    assert isinstance(result, RowResult)
+    assert lines(counter) == ["0", "1", "2"]
+    assert [s.index for s in result.samples] == [0, 1, 2]
+    assert [s.status for s in result.samples] == ["PASS", "PASS", "PASS"]
+    assert result.status == "PASS"
+    assert result.repeat == 3
+    assert result.error is None
+    assert (result.outcomes.command, result.outcomes.assertions) == ("pass", "pass")
+
+
+def test_parsed_fixture_row_repeats_and_checks(tmp_path: Path, settings: RunSettings) -> None:
+    counter = tmp_path / "counter"
+    text = f"""---
+repeat: 2
+---
+
+### command: counter
+
+```yaml
+repeat: 3
+```
+
+```bash
+echo "$ASSAY_SAMPLE" >> {q(counter)}
+echo '{{"n": 1}}'
+```
+
+- cel: json.n == 1
+"""
+    (row,) = parse_text(text, str(tmp_path / "fixture.md"))
+    result = run_row(row, settings, ProcessGroups())
+    assert lines(counter) == ["0", "1", "2"]
+    assert len(result.samples) == 3
+    assert result.status == "PASS"
+
+
+def test_on_sample_sees_every_sample_in_order(tmp_path: Path, settings: RunSettings) -> None:
+    seen: list[tuple[str, int]] = []
+    row = shell_row(tmp_path, "true", repeat=3)
+    run_row(row, settings, ProcessGroups(), on_sample=lambda r, s: seen.append((r.name, s.index)))
+    assert seen == [("row", 0), ("row", 1), ("row", 2)]
+
+
+def test_skipped_row_runs_nothing(tmp_path: Path, settings: RunSettings) -> None:
+    counter = tmp_path / "counter"
+    row = shell_row(tmp_path, f"echo x >> {q(counter)}", repeat=3, skip="not on this OS")
+    result = run_row(row, settings, ProcessGroups())
+    assert result.status == "SKIP"
+    assert result.samples == ()
+    assert not counter.exists()
+
+
+# --- continue after FAIL, stop after ERR ---------------------------------------------------------------
+
+
+def test_continues_after_an_ordinary_fail(tmp_path: Path, settings: RunSettings) -> None:
+    counter = tmp_path / "counter"
+    script = f'echo "$ASSAY_SAMPLE" >> {q(counter)}; [ "$ASSAY_SAMPLE" != 0 ]'
+    result = run_row(shell_row(tmp_path, script, repeat=3), settings, ProcessGroups())
+    assert lines(counter) == ["0", "1", "2"]
+    assert [s.status for s in result.samples] == ["FAIL", "PASS", "PASS"]
+    assert result.status == "FAIL"
+    assert result.error is None
+    assert result.outcomes.command == "fail"
+
+
+def test_continues_after_a_false_assertion(tmp_path: Path, settings: RunSettings) -> None:
+    script = 'echo "{\\"ok\\": $([ "$ASSAY_SAMPLE" = 1 ] && echo false || echo true)}"'
+    result = run_row(shell_row(tmp_path, script, cel="json.ok", repeat=3), settings, ProcessGroups())
+    assert [s.status for s in result.samples] == ["PASS", "FAIL", "PASS"]
+    assert result.status == "FAIL"
+    assert result.outcomes.assertions == "fail"
+
+
+def test_stops_after_a_cel_runtime_error(tmp_path: Path, settings: RunSettings) -> None:
+    counter = tmp_path / "counter"
+    script = f'echo "$ASSAY_SAMPLE" >> {q(counter)}; echo \'{{"a": 1}}\''
+    result = run_row(shell_row(tmp_path, script, cel="json.zz == 1", repeat=3), settings, ProcessGroups())
+    assert lines(counter) == ["0"]  # samples 1 and 2 never ran
+    assert len(result.samples) == 1
+    assert result.samples[0].status == "ERR"
+    assert result.samples[0].error == "no such key: zz"
+    assert result.status == "ERR"
+    assert result.error == "sample 0: no such key: zz"
+    assert result.outcomes.assertions == "error"
+
+
+def test_err_outranks_an_earlier_fail(tmp_path: Path, settings: RunSettings) -> None:
+    # sample 0 prints {"ok": false} (FAIL), sample 1 prints {} (ERR: no such key), sample 2 never runs
+    counter = tmp_path / "counter"
+    script = (
+        f'echo "$ASSAY_SAMPLE" >> {q(counter)};'
+        " if [ \"$ASSAY_SAMPLE\" = 0 ]; then echo '{\"ok\": false}'; else echo '{}'; fi"
+    )
+    result = run_row(shell_row(tmp_path, script, cel="json.ok", repeat=3), settings, ProcessGroups())
+    assert lines(counter) == ["0", "1"]
+    assert [s.status for s in result.samples] == ["FAIL", "ERR"]
+    assert result.status == "ERR"
+    assert result.error == "sample 1: no such key: ok"
+
+
+def test_precedence_err_over_fail_over_pass() -> None:
+    assert worst("PASS", "FAIL", "PASS") == "FAIL"
+    assert worst("FAIL", "ERR", "PASS") == "ERR"
+    assert worst("ERR", "FAIL") == "ERR"
+    assert worst("PASS", "PASS") == "PASS"
+    assert worst() == "PASS"
+    assert combine_outcomes(["pass", "fail", "error"]) == "error"
+    assert combine_outcomes(["pass", "fail", "not_evaluated"]) == "fail"
+    assert combine_outcomes(["not_evaluated", "pass"]) == "pass"
+    assert combine_outcomes([]) == "not_evaluated"
+
+
+def test_missing_program_is_an_err_row(tmp_path: Path, settings: RunSettings) -> None:
+    row = shell_row(tmp_path, "", argv=("assay-no-such-program-xyz",), repeat=3)
+    result = run_row(row, settings, ProcessGroups())
+    assert result.status == "ERR"
+    assert len(result.samples) == 1
+    assert result.error == "sample 0: cannot start 'assay-no-such-program-xyz': No such file or directory"
+
+
+# --- command failure outcomes -----------------------------------------------------------------
+
+
+def test_exit_code_mismatch_leaves_assertions_and_metrics_not_evaluated(tmp_path: Path, settings: RunSettings) -> None:
+    ms = MetricSpec(name="ms", extract="json.ms", unit="ms", file="fixture.md", line=3)
+    row = shell_row(tmp_path, 'echo \'{"ok": true, "ms": 5}\'; exit 4', cel="json.ok", metrics=[ms], repeat=2)
+    result = run_row(row, settings, ProcessGroups())
+    assert [s.status for s in result.samples] == ["FAIL", "FAIL"]
+    sample = result.samples[0]
+    assert sample.command.status == "fail"
+    assert sample.command.error == "exit code 4, expected 0"
+    assert sample.assertions is not None and sample.assertions.status == "not_evaluated"
+    assert sample.metrics["ms"].status == "not_evaluated"
+    (final,) = finalize_rows([row], [result])
+    assert final.status == "FAIL"
+    assert final.outcomes.command == "fail"
+    assert final.outcomes.assertions == "not_evaluated"
+    assert final.outcomes.metrics == "not_evaluated"
+    assert final.metrics["ms"].status == "not_evaluated"
+
+
+# --- the row's time budget ------------------------------------------------------------------------------
+
+
+def test_budget_running_out_in_the_first_sample_is_err_and_kills_the_group(
+    tmp_path: Path, settings: RunSettings, pid_files: list[Path]
+) -> None:
+    leader, child, counter = tmp_path / "leader.pid", tmp_path / "child.pid", tmp_path / "counter"
+    pid_files += [leader, child]
+    script = f"echo x >> {q(counter)}; echo $$ > {q(leader)}; sleep 60 & echo $! > {q(child)}; sleep 30"
+    groups = ProcessGroups()
+    started = time.monotonic()
+    result = run_row(shell_row(tmp_path, script, repeat=3, timeout_s=1), settings, groups)
+    assert time.monotonic() - started < 10  # sanity bound for a 1 s budget
+    assert result.status == "ERR"
+    assert len(result.samples) == 1
+    assert lines(counter) == ["x"]
+    assert result.samples[0].status == "ERR"
+    assert result.samples[0].exit_code is None
+    assert result.error == "sample 0: timed out: the row's 1s budget ran out (process group killed)"
+    assert result.outcomes.command == "error"
+    assert gone_soon(int(leader.read_text()))
+    assert gone_soon(int(child.read_text()))
+    # The same run goes on: another row in the same process groups still runs.
+    after = run_row(shell_row(tmp_path, "echo ok", name="next", cel='stdout == "ok\\n"'), settings, groups)
+    assert after.status == "PASS"
+
+
+def test_budget_is_shared_by_all_samples(tmp_path: Path, settings: RunSettings) -> None:
+    # Each sample sleeps 0.6 s; a per-sample 1 s budget would let all three finish.
+    counter = tmp_path / "counter"
+    row = shell_row(tmp_path, f"echo x >> {q(counter)}; sleep 0.6", repeat=3, timeout_s=1)
+    result = run_row(row, settings, ProcessGroups())
+    assert result.status == "ERR"
+    assert len(lines(counter)) < 3
+    assert result.error is not None and "1s budget ran out" in result.error
+
+
+# --- cancellation -----------------------------------------------------------------------------------
+
+
+def test_cancel_kills_the_running_sample_and_ends_the_row_err(
+    tmp_path: Path, settings: RunSettings, pid_files: list[Path]
+) -> None:
+    child, marker, counter = tmp_path / "child.pid", tmp_path / "started", tmp_path / "counter"
+    pid_files.append(child)
+    script = f"echo x >> {q(counter)}; sleep 60 & echo $! > {q(child)}; echo go > {q(marker)}; wait"
+    row = shell_row(tmp_path, script, repeat=3, timeout_s=60)
+    groups = ProcessGroups()
+    box: dict[str, RowResult] = {}
+    worker = threading.Thread(target=lambda: box.update(result=run_row(row, settings, groups)))
+    worker.start()
+    for _ in range(500):  # bounded poll for the marker, not a timing assertion
+        if marker.exists():
+            break
+        time.sleep(0.02)
+    assert marker.exists()
+    groups.cancel()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    result = box["result"]
+    assert result.status == "ERR"
+    assert len(result.samples) == 1
+    assert lines(counter) == ["x"]
+    assert result.error is not None and "cancelled" in result.error
+    assert gone_soon(int(child.read_text()))
+
+
+def test_rows_started_after_cancel_run_nothing(tmp_path: Path, settings: RunSettings) -> None:
+    counter = tmp_path / "counter"
+    groups = ProcessGroups()
+    groups.cancel()
+    result = run_row(shell_row(tmp_path, f"echo x >> {q(counter)}", repeat=2), settings, groups)
+    assert result.status == "ERR"
+    assert result.samples == ()
+    assert result.error == "cancelled after 0 of 2 samples"
+    assert not counter.exists()
+
+
+# --- environment, templates and the per-sample tmpdir ---------------------------------------------------
+
+
+def test_sample_environment_and_templates(tmp_path: Path, settings: RunSettings) -> None:
+    log = tmp_path / "log.jsonl"
+    script = (
+        "import json, os, sys\n"
+        "env = {k: os.environ[k] for k in ('ASSAY_RUN_ID', 'ASSAY_ROW', 'ASSAY_SAMPLE', 'ASSAY_TMPDIR', 'MY_VAR')}\n"
+        "record = dict(env, argv=sys.argv[1:], isdir=os.path.isdir(env['ASSAY_TMPDIR']))\n"
+        f"open({str(log)!r}, 'a').write(json.dumps(record) + '\\n')\n"
+    )
+    row = shell_row(
+        tmp_path,
+        "",
+        name="env row",
+        repeat=2,
+        argv=(sys.executable, "-c", script, "{{ .sample }}", "{{ .tmpdir }}", "{{ .model }}", "{{ .name }}"),
+        properties={"model": "gpt-x"},
+        env={"MY_VAR": "s{{ .sample }}-{{ .model }}"},
+    )
+    result = run_row(row, settings, ProcessGroups())
+    assert result.status == "PASS", result.error
+    records = [json.loads(line) for line in lines(log)]
+    assert len(records) == 2
+    for index, record in enumerate(records):
+        assert record["ASSAY_RUN_ID"] == "run-123"
+        assert record["ASSAY_ROW"] == "env row"
+        assert record["ASSAY_SAMPLE"] == str(index)
+        assert record["MY_VAR"] == f"s{index}-gpt-x"
+        assert record["argv"] == [str(index), record["ASSAY_TMPDIR"], "gpt-x", "env row"]
+        assert record["isdir"] is True
+        assert Path(record["ASSAY_TMPDIR"]).parent == Path(settings.tmp_root or "")
+    tmpdirs = [r["ASSAY_TMPDIR"] for r in records]
+    assert tmpdirs[0] != tmpdirs[1]  # a fresh one per sample
+    assert not any(Path(t).exists() for t in tmpdirs)  # removed afterwards
+    assert os.listdir(settings.tmp_root or "") == []
+
+
+def test_assay_variables_cannot_be_overridden_by_row_env(tmp_path: Path, settings: RunSettings) -> None:
+    row = shell_row(tmp_path, 'echo "$ASSAY_SAMPLE"', env={"ASSAY_SAMPLE": "99"}, cel='stdout == "0\\n"')
+    assert run_row(row, settings, ProcessGroups()).status == "PASS"
+
+
+def test_tmpdir_is_kept_when_asked(tmp_path: Path) -> None:
+    root = tmp_path / "kept"
+    root.mkdir()
+    keep = RunSettings(run_id="r", tmp_root=str(root), keep_tmp=True)
+    row = shell_row(tmp_path, 'echo hi > "$ASSAY_TMPDIR/evidence.txt"', repeat=2)
+    assert run_row(row, keep, ProcessGroups()).status == "PASS"
+    kept = sorted(root.iterdir())
+    assert len(kept) == 2
+    assert all((d / "evidence.txt").read_text() == "hi\n" for d in kept)
+
+
+def test_files_variable_sees_files_under_the_tmpdir(tmp_path: Path, settings: RunSettings) -> None:
+    script = 'mkdir -p "$ASSAY_TMPDIR/out"; printf "sample-%s" "$ASSAY_SAMPLE" > "$ASSAY_TMPDIR/out/answer.txt"'
+    cel = 'files["out/answer.txt"] == "sample-" + string(sample)'
+    result = run_row(shell_row(tmp_path, script, cel=cel, repeat=2), settings, ProcessGroups())
+    assert [s.status for s in result.samples] == ["PASS", "PASS"]
+
+
+def test_files_do_not_leak_between_samples(tmp_path: Path, settings: RunSettings) -> None:
+    # Sample 0 writes a file; sample 1 must not see it (its tmpdir is fresh).
+    script = '[ "$ASSAY_SAMPLE" = 0 ] && echo x > "$ASSAY_TMPDIR/only0.txt"; true'
+    cel = '("only0.txt" in files) == (sample == 0)'
+    result = run_row(shell_row(tmp_path, script, cel=cel, repeat=2), settings, ProcessGroups())
+    assert [s.status for s in result.samples] == ["PASS", "PASS"]
+
+
+def test_cwd_is_templated(tmp_path: Path, settings: RunSettings) -> None:
+    (tmp_path / "work-gpt").mkdir()
+    row = shell_row(tmp_path, "pwd", cwd=str(tmp_path / "work-{{ .model }}"), properties={"model": "gpt"})
+    result = run_row(row, settings, ProcessGroups())
+    assert result.samples[0].stdout == f"{tmp_path / 'work-gpt'}\n"
+
+
+def test_template_values_offer_sample_names(tmp_path: Path) -> None:
+    row = shell_row(tmp_path, "", properties={"prompt": "p.txt"})
+    values = template_values(row, 3, "/tmp/x")
+    assert values == {
+        "prompt": "p.txt",
+        "name": "row",
+        "sample": 3,
+        "tmpdir": "/tmp/x",
+        "sourceDir": str(tmp_path.resolve()),
+    }
+
+
+def test_run_sample_removes_its_tmpdir_even_on_error(tmp_path: Path, settings: RunSettings) -> None:
+    row = shell_row(tmp_path, 'echo "$ASSAY_TMPDIR"; echo notjson', cel="json.a == 1")
+    sample: SampleResult = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    assert sample.status == "ERR"
+    assert not Path(sample.stdout.splitlines()[0]).exists()
+
+
+def test_a_property_with_shell_syntax_reaches_a_shell_command_as_one_literal_argument(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    prompt = f"it's x'; touch {marker}; echo '"
+    text = f"| Name | Command | Args | prompt |\n|---|---|---|---|\n| q | printf %s | {{{{ .prompt }}}} | {prompt} |\n"
+    (row,) = parse_text(text, str(tmp_path / "f.md"))
+    result = run_row(row, RunSettings(run_id="t"), ProcessGroups())
+    assert result.status == "PASS", result.error
+    assert result.samples[0].stdout == prompt
+    assert not marker.exists()

@@ -1,0 +1,129 @@
+"""From command-line paths to the rows a run executes (``fixtures_core.parsing.matrix``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.errors import FixtureError, UsageError
+from fixtures_core.parsing.matrix import fixture_paths, load_matrix, select
+
+TABLE = "---\nexec: echo\nrepeat: 2\n---\n| Name |\n|---|\n{rows}"
+
+
+def fixture(path: Path, *names: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(TABLE.format(rows="".join(f"| {n} |\n" for n in names)), encoding="utf-8")
+    return path
+
+
+def test_folder_is_searched_recursively_for_markdown_in_sorted_order(tmp_path: Path) -> None:
+    fixture(tmp_path / "suite" / "b.md", "b1")
+    fixture(tmp_path / "suite" / "a.md", "a1", "a2")
+    fixture(tmp_path / "suite" / "nested" / "c.md", "c1")
+    (tmp_path / "suite" / "notes.txt").write_text("| Name |\n|---|\n| not a fixture |\n")
+    matrix = load_matrix([str(tmp_path / "suite")])
+    assert [Path(f.path).relative_to(tmp_path).as_posix() for f in matrix.files] == [
+        "suite/a.md",
+        "suite/b.md",
+        "suite/nested/c.md",
+    ]
+    assert [r.name for r in matrix.rows] == ["a1", "a2", "b1", "c1"]
+
+
+def test_hidden_folders_below_a_named_folder_are_not_searched(tmp_path: Path) -> None:
+    fixture(tmp_path / "a.md", "a")
+    fixture(tmp_path / ".venv" / "pkg" / "LICENSE.md", "vendored")
+    fixture(tmp_path / ".git" / "x.md", "git")
+    assert [r.name for r in load_matrix([str(tmp_path)]).rows] == ["a"]
+
+
+def test_a_named_hidden_folder_is_searched(tmp_path: Path) -> None:
+    fixture(tmp_path / ".fixtures" / "a.md", "a")
+    assert [r.name for r in load_matrix([str(tmp_path / ".fixtures")]).rows] == ["a"]
+
+
+def test_files_and_folders_are_combined_in_argument_order(tmp_path: Path) -> None:
+    single = fixture(tmp_path / "z.md", "z")
+    fixture(tmp_path / "dir" / "a.md", "a")
+    matrix = load_matrix([str(single), str(tmp_path / "dir")])
+    assert [r.name for r in matrix.rows] == ["z", "a"]
+
+
+def test_a_file_reached_twice_is_read_once(tmp_path: Path) -> None:
+    path = fixture(tmp_path / "dir" / "a.md", "a")
+    found = fixture_paths([str(path), str(tmp_path / "dir"), str(path)])
+    assert found == [path]
+
+
+def test_a_named_file_need_not_end_in_md(tmp_path: Path) -> None:
+    path = fixture(tmp_path / "suite.fixture", "x")
+    assert [r.name for r in load_matrix([str(path)]).rows] == ["x"]
+
+
+def test_nonexistent_path_is_a_fixture_error(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.md")
+    with pytest.raises(FixtureError) as caught:
+        load_matrix([missing])
+    assert str(caught.value) == f"{missing}:0: no such fixture file or folder"
+
+
+def test_folder_without_fixtures_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no fixture files found in"):
+        load_matrix([str(tmp_path / "empty")])
+
+
+def test_malformed_file_stops_loading(tmp_path: Path) -> None:
+    fixture(tmp_path / "a.md", "ok")
+    (tmp_path / "b.md").write_text("---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| bad |\n", encoding="utf-8")
+    with pytest.raises(FixtureError, match=r"b\.md:6: table row has 1 cells but the header has 2"):
+        load_matrix([str(tmp_path)])
+
+
+# --- select ----------------------------------------------------------------------
+
+
+def test_select_without_options_keeps_everything(tmp_path: Path) -> None:
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "API high", "CLI high"))])
+    assert select(matrix) == matrix
+
+
+def test_filter_glob_keeps_matching_rows_only(tmp_path: Path) -> None:
+    fixture(tmp_path / "a.md", "API high", "CLI high", "API low")
+    fixture(tmp_path / "b.md", "CLI low")
+    selected = select(load_matrix([str(tmp_path)]), name_glob="API *")
+    assert [r.name for r in selected.rows] == ["API high", "API low"]
+    assert [len(f.rows) for f in selected.files] == [2, 0]
+
+
+def test_filter_glob_is_case_sensitive(tmp_path: Path) -> None:
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "API high", "api high"))])
+    assert [r.name for r in select(matrix, name_glob="api*").rows] == ["api high"]
+
+
+def test_repeat_override_applies_to_every_selected_row(tmp_path: Path) -> None:
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "x", "y"))])
+    assert [r.repeat for r in matrix.rows] == [2, 2]
+    assert [r.repeat for r in select(matrix, repeat=7).rows] == [7, 7]
+    assert [(r.name, r.repeat) for r in select(matrix, name_glob="y", repeat=1).rows] == [("y", 1)]
+
+
+def test_filter_matching_nothing_is_a_usage_error(tmp_path: Path) -> None:
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "x"))])
+    with pytest.raises(UsageError, match=r"--filter 'nothing\*' matches no row"):
+        select(matrix, name_glob="nothing*")
+
+
+def test_fixtures_without_rows_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "prose.md").write_text("# Only prose\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="the fixtures contain no rows"):
+        select(load_matrix([str(tmp_path)]))
+
+
+@pytest.mark.parametrize("repeat", [0, -1])
+def test_repeat_override_below_one_is_a_usage_error(tmp_path: Path, repeat: int) -> None:
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "x"))])
+    with pytest.raises(UsageError, match=f"--repeat must be a whole number >= 1, got {repeat}"):
+        select(matrix, repeat=repeat)

@@ -1,0 +1,118 @@
+"""Decoding a run document: a hand-edited field of the wrong type is a BaselineError, not a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures_core.analysis.finalize import Summary
+from fixtures_core.errors import BaselineError
+from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from_document, load_run, to_document
+from fixtures_core.records.store import Store
+from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
+
+
+def small_run() -> RunResult:
+    sample = SampleResult(
+        index=0,
+        status="PASS",
+        duration_ms=12.5,
+        exit_code=0,
+        stdout='{"ms": 5}\n',
+        stderr="",
+        command=Check("pass"),
+        assertions=Check("pass", expression="json.ms > 0"),
+        metrics={"ms": MetricValue("pass", value=5)},
+    )
+    row = RowResult(
+        id="suite.md::alpha",
+        file="suite.md",
+        name="alpha",
+        line=7,
+        status="PASS",
+        repeat=1,
+        command=("agent", "run"),
+        properties={"selector": "api:m", "depth": 2, "nested": {"a": [1, "x", True]}},
+        samples=(sample,),
+        outcomes=Outcomes("pass", "pass", "pass"),
+        metrics={
+            "ms": MetricSummary(
+                unit="ms", aggregate="mean", direction="lower", gate=True, values=(5.0,), status="pass", value=5.0
+            )
+        },
+    )
+    return RunResult(
+        run_id="20260101-000000-abcd",
+        started_at="2026-01-01T00:00:00Z",
+        finished_at="2026-01-01T00:00:01Z",
+        status="PASS",
+        fixtures=(FixtureResult("suite.md", "0" * 64, (row,)),),
+        summary=Summary(rows=1, passed=1, failed=0, errored=0, skipped=0, samples=1),
+        environment={"python": "3.11", "git": {"dirty": False}},
+        options={"k": None, "paths": ["suite.md"]},
+    )
+
+
+@pytest.fixture
+def document(tmp_path: Path) -> dict[str, Any]:
+    path = Store(tmp_path / ".assay").write_run(small_run())
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def write(tmp_path: Path, document: dict[str, Any]) -> Path:
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_a_valid_document_round_trips_equal(tmp_path: Path, document: dict[str, Any]) -> None:
+    assert load_run(write(tmp_path, document)) == small_run()
+    assert from_document(to_document(small_run())) == small_run()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["summary"].update(passed="5"), "expected int, got str '5'"),
+        (lambda d: d["fixtures"][0]["rows"][0].update(line=7.0), "expected int, got float 7.0"),
+        (lambda d: d["fixtures"][0]["rows"][0].update(repeat=True), "expected int, got bool True"),
+        (lambda d: d["fixtures"][0]["rows"][0].update(name=3), "expected str, got int 3"),
+        (lambda d: d["fixtures"][0]["rows"][0]["samples"][0].update(duration_ms="12.5"), "expected float, got str"),
+        (lambda d: d["fixtures"][0]["rows"][0]["samples"][0].update(truncated="no"), "expected bool, got str 'no'"),
+        (lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"].update(gate=1), "expected bool, got int 1"),
+        (lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"]["values"].append("6"), "expected float, got str"),
+        (lambda d: d["fixtures"][0]["rows"][0]["command"].append(None), "expected str, got NoneType None"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_a_baseline_error(
+    tmp_path: Path, document: dict[str, Any], edit: Any, message: str
+) -> None:
+    edit(document)
+    path = write(tmp_path, document)
+    with pytest.raises(BaselineError) as caught:
+        load_run(path)
+    assert str(path) in str(caught.value)
+    assert "malformed run document: " + message in str(caught.value)
+
+
+def test_an_int_is_accepted_where_a_float_is_expected(tmp_path: Path, document: dict[str, Any]) -> None:
+    document["fixtures"][0]["rows"][0]["samples"][0]["duration_ms"] = 12
+    loaded = load_run(write(tmp_path, document))
+    duration = loaded.rows[0].samples[0].duration_ms
+    assert duration == 12.0 and isinstance(duration, float)
+
+
+@pytest.mark.parametrize(("value", "hint"), [(True, bool), (3, int), (2.5, float), ("x", str), (3, float)])
+def test_scalars_of_the_right_type_decode(value: object, hint: type) -> None:
+    decoded = _decode(value, hint)
+    assert decoded == value and type(decoded) is hint
+
+
+@pytest.mark.parametrize("value", ["5", 5, 5.5, True, None, [1], {"a": 1}])
+def test_object_and_any_pass_anything_through(value: object) -> None:
+    assert _decode(value, object) is value
+    assert _decode(value, Any) is value
