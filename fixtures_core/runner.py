@@ -14,7 +14,8 @@ from pathlib import Path
 from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
 from fixtures_core.analysis.finalize import finalize_rows, summarize
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
-from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
@@ -137,9 +138,9 @@ class Recorder:
         self.store.write_row(self.run_id, self._index[row.id], row)
 
 
-def interruption(groups: ProcessGroups) -> str | None:
+def interruption(containment: Containment) -> str | None:
     """The run's error when it was cancelled by a signal, else None."""
-    return "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
+    return "interrupted: samples were cancelled" if containment.cancelled.is_set() else None
 
 
 def complete(

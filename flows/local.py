@@ -4,30 +4,30 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.results import RowResult
 from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, store_for
 
 
-def run_locally(planned: Plan, options: RunOptions, run_id: str, groups: ProcessGroups) -> RunResult:
+def run_locally(planned: Plan, options: RunOptions, run_id: str, containment: Containment) -> RunResult:
     """Run a planned matrix on ``options.parallel`` threads and close the run."""
     recorder = Recorder(store_for(options), run_id, planned.matrix)
     settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
-    rows = run_rows_locally(recorder, settings, groups, options.parallel)
-    return complete(recorder, options, rows, interruption(groups), planned.baseline)
+    rows = run_rows_locally(recorder, settings, containment, options.parallel)
+    return complete(recorder, options, rows, interruption(containment), planned.baseline)
 
 
 def run_rows_locally(
-    recorder: Recorder, settings: RunSettings, groups: ProcessGroups, parallel: int
+    recorder: Recorder, settings: RunSettings, containment: Containment, parallel: int
 ) -> list[RowResult]:
     """Run every row of the recorder's matrix, ``parallel`` rows at a time."""
 
     def one(row_index: int) -> RowResult:
         row = recorder.matrix.rows[row_index]
         try:
-            result = run_row(row, settings, groups, on_sample=recorder.on_sample)
+            result = run_row(row, settings, containment, on_sample=recorder.on_sample)
             recorder.on_row(result)
         except Exception as exc:
             return crashed_row(row, exc)

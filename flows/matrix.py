@@ -25,8 +25,8 @@ from prefect.settings import temporary_settings  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
 
+from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
-from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import terminal  # noqa: E402
@@ -53,11 +53,12 @@ def opaque(value: T) -> T:
 
 @dataclass
 class _LiveRun:
-    """A run in flight in this process: its process groups (what a signal kills) and,
+    """A run in flight in this process: its containment (what a signal stops) and,
     when the command line planned it already, its plan (so the flow does not plan twice)."""
 
-    groups: ProcessGroups = field(default_factory=ProcessGroups)
+    containment: Containment = field(default_factory=Containment)
     plan: Plan | None = None
+    owned: bool = True  # the containment was made for this run (else the caller closes it)
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -69,15 +70,15 @@ def _live(run_id: str) -> _LiveRun:
         return _LIVE.setdefault(run_id, _LiveRun())
 
 
-def process_groups(run_id: str) -> ProcessGroups:
-    """The live process groups of one run (tasks find theirs by the run id in RunSettings)."""
-    return _live(run_id).groups
+def containment_of(run_id: str) -> Containment:
+    """The containment of one live run (tasks find theirs by the run id in RunSettings)."""
+    return _live(run_id).containment
 
 
 @task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> SampleResult:
     """One execution of a row's command, checked."""
-    return run_sample(row, index, deadline, settings, process_groups(settings.run_id))
+    return run_sample(row, index, deadline, settings, containment_of(settings.run_id))
 
 
 @task(name="row", task_run_name="{row.name}", retries=0, cache_policy=NO_CACHE, persist_result=False)
@@ -87,8 +88,8 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResu
     def as_task(spec: RowSpec, index: int, deadline: float) -> SampleResult:
         return sample_task(opaque(spec), index, deadline, opaque(settings))
 
-    groups = process_groups(settings.run_id)
-    result = run_row(row, settings, groups, sample_runner=as_task, on_sample=recorder.on_sample)
+    containment = containment_of(settings.run_id)
+    result = run_row(row, settings, containment, sample_runner=as_task, on_sample=recorder.on_sample)
     recorder.on_row(result)
     return result
 
@@ -149,17 +150,19 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
             except BaseException:
                 # A cancelled or terminated deployment run (Prefect raises in the thread that
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
-                live.groups.cancel()
+                live.containment.cancel()
                 wait(cast(list[Any], futures))
                 rows = _row_results(futures, planned.matrix.rows)
                 complete(recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline)
                 raise
         rows = _row_results(futures, planned.matrix.rows)
-        error = interruption(live.groups)
+        error = interruption(live.containment)
         return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline))
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
+        if live.owned:
+            live.containment.close()
 
 
 def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...]) -> list[RowResult]:
@@ -174,7 +177,7 @@ def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...
 
 
 def run_with_prefect(
-    options: RunOptions, run_id: str, groups: ProcessGroups | None = None, planned: Plan | None = None
+    options: RunOptions, run_id: str, containment: Containment | None = None, planned: Plan | None = None
 ) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
@@ -184,7 +187,8 @@ def run_with_prefect(
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
     """
     with _LIVE_LOCK:
-        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), planned)  # the caller's signal handler kills these groups
+        # the caller's signal handler stops the given containment, and the caller closes it
+        _LIVE[run_id] = _LiveRun(containment or Containment(), planned, owned=containment is None)
     outcome: dict[str, Any] = {}
 
     def target() -> None:

@@ -1,18 +1,25 @@
 """The assay command line: ``assay run|validate ...`` and ``python -m flows.run PATH...``.
 
 ``main(argv) -> int`` wraps pure functions; every AssayError becomes one
-line on stderr and exit code 2, never a traceback.
+line on stderr and exit code 2, never a traceback. A usage error prints the
+usage line and the problem, exit 2. Interrupts follow ``flows.interrupts``:
+any of them ends in exit 2.
 """
 
 from __future__ import annotations
 
+from flows.interrupts import guard_start_up
+
+if __name__ == "__main__":  # ``python -m flows.run``: an interrupt during the slow imports below exits 2, quietly
+    guard_start_up()
+
 import json
+import logging
 import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Optional
 
 import click
@@ -21,11 +28,12 @@ from rich.console import Console
 
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
-from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.execution.containment import Containment
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.reports import terminal
-from fixtures_core.runner import RunOptions, plan
+from fixtures_core.runner import RunOptions, plan, store_for
+from flows.interrupts import Interrupted, InterruptGuard
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
@@ -33,6 +41,12 @@ out = Console(highlight=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:
     out = Console(highlight=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Click's exceptions; typer >= 0.16 vendors its own copy of click, with its own classes.
+_CLICK_ERRORS: tuple[type[Exception], ...] = (
+    click.ClickException,
+    getattr(typer, "TyperException", click.ClickException),
+)
+_guards: list[InterruptGuard] = []  # the guard of the command running now (main() pushes, pops)
 
 
 class Exit(Exception):
@@ -44,7 +58,7 @@ class Exit(Exception):
 
 @app.command("run")
 def run_command(
-    paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     repeat: Annotated[Optional[int], typer.Option("--repeat", help="Override every row's repeat.")] = None,
@@ -74,53 +88,53 @@ def run_command(
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
     )  # fmt: skip
     run = execute_run(options)
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
-    terminal.render(run, out)
-    raise Exit(EXIT[run.verdict])
+    guard = _guard()
+    try:
+        if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
+            run = _recorded_as_interrupted(run, options, guard.received[0])
+        if json_path is not None:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+        terminal.render(run, out)
+    except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
+        _recorded_as_interrupted(run, options, interrupt.signal_name)
+        raise
+    raise Exit(2 if guard.interrupted else EXIT[run.verdict])
 
 
 def execute_run(options: RunOptions) -> RunResult:
     """Plan (fail fast on configuration errors), then run on the chosen engine."""
     planned = plan(options)
     run_id = new_run_id()
-    groups = ProcessGroups()
-    with _interrupts_cancel(groups):
+    with Containment() as containment, _guard().running(containment):
         if options.engine == "local":
             from flows.local import run_locally
 
-            return run_locally(planned, options, run_id, groups)
+            return run_locally(planned, options, run_id, containment)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups, planned)
+        return run_with_prefect(options, run_id, containment, planned)
 
 
-class _interrupts_cancel:
-    """First SIGINT/SIGTERM cancels the run (its process groups die, the run closes as ERR);
-    a second one stops at once."""
+def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: str) -> RunResult:
+    """The run written again as ERR: an interrupt came after its samples had finished."""
+    if run.status == "ERR" and (run.error or "").startswith("interrupted"):
+        return run
+    was = f" (it was {run.verdict})" if run.verdict != "ERR" else ""
+    marked = replace(run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}")
+    store_for(options).write_run(marked)
+    return marked
 
-    def __init__(self, groups: ProcessGroups) -> None:
-        self.groups = groups
-        self.previous: dict[int, object] = {}
 
-    def __enter__(self) -> None:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self.previous[signum] = signal.signal(signum, self._handle)
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.groups.cancelled.is_set():
-            raise KeyboardInterrupt
-        err.print(f"assay: {signal.Signals(signum).name}: cancelling samples (again to stop at once)")
-        self.groups.cancel()
+def _guard() -> InterruptGuard:
+    """The guard of the running command; a fresh one (no handlers) when called outside ``main``."""
+    return _guards[-1] if _guards else InterruptGuard()
 
 
 @app.command("validate")
-def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
+def validate_command(
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
+) -> None:
     """Parse and validate fixtures; run nothing."""
     matrix = plan(RunOptions(paths=tuple(paths))).matrix
     rows = matrix.rows
@@ -176,25 +190,49 @@ def history_command(out_dir: Annotated[str, typer.Option("--out", help="State fo
 SUBCOMMANDS = ("run", "validate", "bless", "compare", "history")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI on ``argv`` and return the exit code."""
+def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
+    """Run the CLI on ``argv`` and return the exit code.
+
+    SIGINT, SIGTERM and SIGHUP are assay's while it runs; inside another
+    program they are given back afterwards, while ``last`` (the process ends
+    after this) keeps them so that a signal during shutdown still exits 2.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
-    return _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False))
+    guard = InterruptGuard()
+    guard.install()
+    _guards.append(guard)
+    try:
+        code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
+        if guard.interrupted:
+            code = 2
+            logging.disable(logging.CRITICAL)  # an abandoned flow thread must not log into the terminal
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        return code
+    finally:
+        _guards.remove(guard)
+        if last:
+            guard.exiting()
+        else:
+            guard.restore()
 
 
-def module_main(argv: Sequence[str] | None = None) -> int:
+def module_main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
     """``python -m flows.run PATH...`` means ``assay run PATH...``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
         args = ["run", *args]
-    return main(args)
+    return main(args, last=last)
 
 
-def _invoke(call: Callable[[], object]) -> int:
+def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
     try:
-        call()
+        returned = call()
     except Exit as done:
         return done.code
+    except Interrupted as interrupt:
+        err.print(f"error: {interrupt.message}", markup=False)
+        return 2
     except ValidationFailed as exc:
         for error in exc.errors:
             err.print(f"error: {error}", markup=False)
@@ -202,11 +240,8 @@ def _invoke(call: Callable[[], object]) -> int:
     except AssayError as exc:
         err.print(f"error: {exc}", markup=False)
         return 2
-    except click.exceptions.Abort:
-        err.print("error: aborted")
-        return 2
-    except click.ClickException as exc:
-        exc.show()
+    except _CLICK_ERRORS as exc:
+        _usage_error(exc, args)
         return 2
     except KeyboardInterrupt:
         err.print("error: interrupted")
@@ -220,13 +255,38 @@ def _invoke(call: Callable[[], object]) -> int:
             raise
         err.print(f"error: internal error: {type(exc).__name__}: {exc} (ASSAY_DEBUG=1 shows where)", markup=False)
         return 2
+    # typer returns an exit code instead of raising: 0 after --help, 130 for a KeyboardInterrupt
+    if isinstance(returned, int) and not isinstance(returned, bool) and returned != 0:
+        return 2
     return 0
 
 
+def _usage_error(exc: Exception, args: Sequence[str]) -> None:
+    """The usage line of the command concerned, then the problem: two lines, exit 2."""
+    context = getattr(exc, "ctx", None)
+    usage = context.get_usage() if context is not None else _usage_of(args)
+    err.print("usage: " + usage.removeprefix("Usage: ").strip(), markup=False)
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    err.print(f"error: {message or 'give a command: ' + ', '.join(SUBCOMMANDS)}", markup=False)
+
+
+def _usage_of(args: Sequence[str]) -> str:
+    """The usage line of the subcommand named first in ``args`` (or of assay itself)."""
+    group = typer.main.get_command(app)
+    root = group.make_context("assay", [], resilient_parsing=True)
+    name = args[0] if args and args[0] in SUBCOMMANDS else None
+    lookup = getattr(group, "get_command", None)  # a group (of typer's click copy, or click's)
+    command = lookup(root, name) if name is not None and lookup is not None else None
+    if command is None:
+        return root.get_usage()
+    return str(command.make_context(name, [], parent=root, resilient_parsing=True).get_usage())
+
+
 def cli() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point (``flows.launch`` guards the imports before it)."""
+    sys.exit(main(last=True))
 
 
 if __name__ == "__main__":
-    sys.exit(module_main())
+    sys.exit(module_main(last=True))

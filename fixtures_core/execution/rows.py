@@ -16,7 +16,8 @@ from pathlib import Path
 
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.checks import check_sample
-from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups, execute
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, execute
 from fixtures_core.parsing.template import render
 from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, combine_outcomes, worst
 from fixtures_core.spec import RowSpec
@@ -36,7 +37,9 @@ SampleRunner = Callable[[RowSpec, int, float], SampleResult]
 SampleListener = Callable[[RowSpec, SampleResult], None]
 
 
-def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings, groups: ProcessGroups) -> SampleResult:
+def run_sample(
+    row: RowSpec, index: int, deadline: float, settings: RunSettings, containment: Containment
+) -> SampleResult:
     """Execute and check sample ``index`` of ``row`` before ``deadline`` (monotonic)."""
     tmpdir = tempfile.mkdtemp(prefix=f"assay-{index}-", dir=settings.tmp_root)
     try:
@@ -51,7 +54,7 @@ def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings,
             cwd=cwd,
             env=env,
             capture_limit=settings.capture_limit,
-            groups=groups,
+            containment=containment,
         )
         return check_sample(row, index, execution, tmpdir)
     finally:
@@ -71,19 +74,19 @@ def template_values(row: RowSpec, index: int, tmpdir: str) -> dict[str, object]:
 def run_row(
     row: RowSpec,
     settings: RunSettings,
-    groups: ProcessGroups,
+    containment: Containment,
     sample_runner: SampleRunner | None = None,
     on_sample: SampleListener | None = None,
 ) -> RowResult:
     """Run every sample of ``row`` and combine them into one result."""
     if row.skip:
         return _result(row, (), "SKIP", None)
-    runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, groups))
+    runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, containment))
     deadline = time.monotonic() + row.timeout_s
     samples: list[SampleResult] = []
     error: str | None = None
     for index in range(row.repeat):
-        if groups.cancelled.is_set():
+        if containment.cancelled.is_set():
             error = f"cancelled after {index} of {row.repeat} samples"
             break
         if time.monotonic() >= deadline:
