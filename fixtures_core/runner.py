@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
-from fixtures_core.analysis.finalize import finalize_rows, summarize
+from fixtures_core.analysis.finalize import Summary, finalize_rows, summarize
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
@@ -150,17 +150,51 @@ def complete(
     error: str | None = None,
     baseline: Baseline | None = None,
 ) -> RunResult:
-    """Finalize the rows, build the run document, write it; return it."""
+    """Finalize the rows, build the run document, write it; return it.
+
+    A failure while finalizing (a bug) still ends the run with a run.json:
+    ERR, naming the failure, with the rows as they ran.
+    """
+    try:
+        run = _finalized(recorder, options, rows, error, baseline)
+    except Exception as exc:
+        failure = f"finalize failed: {type(exc).__name__}: {exc}"
+        counts = Summary(
+            rows=len(rows), passed=sum(r.status == "PASS" for r in rows), failed=sum(r.status == "FAIL" for r in rows),
+            errored=sum(r.status == "ERR" for r in rows), skipped=sum(r.status == "SKIP" for r in rows),
+            samples=sum(len(r.samples) for r in rows),
+        )  # fmt: skip
+        run = _run_document(recorder, options, rows, counts, "ERR", f"{error}; {failure}" if error else failure)
+    recorder.store.write_run(run)
+    return run
+
+
+def _finalized(
+    recorder: Recorder, options: RunOptions, rows: Sequence[RowResult], error: str | None, baseline: Baseline | None
+) -> RunResult:
     matrix = recorder.matrix
     finished = finalize_rows(matrix.rows, rows, options.k)
-    by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
-    for row in finished:
-        by_file[row.file].append(row)
     summary = summarize(finished, options.k, options.group_by)
     status: Status = worst(summary.status, "ERR" if error or len(finished) < len(matrix.rows) else "PASS")
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
-    run = RunResult(
+    run = _run_document(recorder, options, finished, summary, status, error)
+    return compare_with_baseline(run, options, baseline)
+
+
+def _run_document(
+    recorder: Recorder,
+    options: RunOptions,
+    rows: Sequence[RowResult],
+    summary: Summary,
+    status: Status,
+    error: str | None,
+) -> RunResult:
+    matrix = recorder.matrix
+    by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
+    for row in rows:
+        by_file.setdefault(row.file, []).append(row)
+    return RunResult(
         run_id=recorder.run_id,
         label=options.label,
         started_at=recorder.started_at,
@@ -174,9 +208,6 @@ def complete(
         ),
         summary=summary,
     )
-    run = compare_with_baseline(run, options, baseline)
-    recorder.store.write_run(run)
-    return run
 
 
 def load_baseline(options: RunOptions) -> Baseline:

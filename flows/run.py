@@ -37,10 +37,10 @@ from flows.interrupts import Interrupted, InterruptGuard
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
-out = Console(highlight=False)
+out = Console(highlight=False, markup=False)  # names and labels are text, never markup
 if not out.is_terminal and "COLUMNS" not in os.environ:
-    out = Console(highlight=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, markup=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
+err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 # Click's exceptions; typer >= 0.16 vendors its own copy of click, with its own classes.
 _CLICK_ERRORS: tuple[type[Exception], ...] = (
     click.ClickException,
@@ -83,6 +83,8 @@ def run_command(
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
     if json_path is not None and json_path.is_dir():
         raise UsageError(f"--json {json_path} is a folder: give a file path")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise UsageError(f"--out {out_dir} is not a folder: give the state folder (default .assay)")
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
@@ -93,8 +95,7 @@ def run_command(
         if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
             run = _recorded_as_interrupted(run, options, guard.received[0])
         if json_path is not None:
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+            _write_json_copy(json_path, run)
         terminal.render(run, out)
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
         _recorded_as_interrupted(run, options, interrupt.signal_name)
@@ -114,6 +115,15 @@ def execute_run(options: RunOptions) -> RunResult:
         from flows.matrix import run_with_prefect
 
         return run_with_prefect(options, run_id, containment, planned)
+
+
+def _write_json_copy(path: Path, run: RunResult) -> None:
+    """``--json FILE``: the run document there too (the run itself is recorded already)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise AssayError(f"--json {path}: cannot write the run document: {exc.strerror or exc}") from None
 
 
 def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: str) -> RunResult:
@@ -247,8 +257,8 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
         err.print("error: interrupted")
         return 2
     except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        err.print(f"error:{where}: {exc.strerror or exc}", markup=False)
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"error: {where}{exc.strerror or exc}", markup=False)
         return 2
     except Exception as exc:  # a bug: one line, exit 2 (an error, never "fail"); ASSAY_DEBUG=1 shows the traceback
         if os.environ.get("ASSAY_DEBUG"):

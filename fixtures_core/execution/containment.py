@@ -12,8 +12,12 @@ What a sample's processes are, strongest evidence first:
    the group (``setsid``, a double fork, ``nohup &``) becomes assay's own child
    when its parent dies, and is recognised there by the token.
 
-Without a writable cgroup v2 (the documented fallback), only a process that
-*both* leaves the session and clears its environment can escape.
+All three are used together. The leader joins its cgroup right after it
+starts (Python cannot place a child in a cgroup before ``exec``; with the
+``setpriv`` wrapper below the command itself has not started yet); whatever
+it forks in that instant is still found by group and token. Without a
+writable cgroup v2 (the documented fallback), only a process that *both*
+leaves the session and clears its environment can escape.
 
 When assay itself dies: the leader gets a parent-death signal (``setpriv
 --pdeathsig``, util-linux), and the watchdog process (``watchdog``) kills the
@@ -240,8 +244,8 @@ class ContainedSample:
         """True while any process of the sample still runs."""
         if not self.leader_exited():
             return True
-        if self.cgroup is not None:
-            return self.cgroup.populated()
+        if self.cgroup is not None and self.cgroup.populated():
+            return True
         return any(procfs.alive(pid) for pid in self._carrying_token())
 
     def stop(self, grace_s: float | None = None) -> None:
@@ -292,9 +296,9 @@ class ContainedSample:
         if self.popen.returncode is None:  # the leader is unreaped, so its group id cannot have been reused
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signum)
-        if self.cgroup is None:
-            for pid in self._carrying_token():
-                self._send(pid, signum)
+        # Also with a cgroup: what the leader forked in the instant before it was moved into it.
+        for pid in self._carrying_token():
+            self._send(pid, signum)
 
     def _send(self, pid: int, signum: int) -> None:
         """Signal one process, once per signal (a repeated SIGTERM could cut short a clean exit)."""
