@@ -48,7 +48,7 @@ def loads_json(text: str, max_depth: int, parse_int: Callable[[str], object] | N
 
 def read_int(digits: str) -> int:
     """An integer from its digits; LimitExceeded beyond ``MAX_INT_DIGITS`` digits."""
-    if len(digits) > MAX_INT_DIGITS + 1:  # a sign may precede the digits
+    if len(digits) > MAX_INT_DIGITS:  # Python counts a sign as a digit too
         raise LimitExceeded(f"an integer of more than {MAX_INT_DIGITS} digits")
     return int(digits)
 

@@ -215,7 +215,8 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
         code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
         if guard.interrupted:
             code = 2
-            logging.disable(logging.CRITICAL)  # an abandoned flow thread must not log into the terminal
+            if last:
+                logging.disable(logging.CRITICAL)  # a flow thread left behind must not log into the terminal
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         return code

@@ -80,11 +80,15 @@ class Containment:
         self._lock = threading.RLock()  # RLock: cancel() may run in a signal handler on a thread holding it
         self._live: dict[int, ContainedSample] = {}
         self._numbers = itertools.count()
-        self._want_cgroups, self._want_pdeathsig, self._want_watchdog = use_cgroups, pdeathsig, watchdog
+        self._want_cgroups, self._want_pdeathsig = use_cgroups, pdeathsig
         self._opened = self._closed = False
         self._cgroup: Cgroup | None = None
         self._pdeathsig = False
-        self._watchdog: _Watchdog | None = None
+        # Started now, not with the first sample: it must see assay's other children (the
+        # temporary Prefect server) before assay could die, and its start-up is paid early.
+        self._watchdog = _Watchdog.shared() if watchdog else None
+        if self._watchdog is not None:
+            self._watchdog.start()
 
     def _open(self) -> None:
         """Set up on the first sample: the run's cgroup, the subreaper, the watchdog."""
@@ -98,7 +102,6 @@ class Containment:
                 with contextlib.suppress(OSError):
                     self._cgroup = Cgroup.create(base[0], base[1], f"assay-{os.getpid()}-{self.token}")
             _subreaper.acquire()
-            self._watchdog = _Watchdog.shared() if self._want_watchdog else None
             if self._watchdog is not None:
                 self._watchdog.register(self.token, str(self._cgroup.path) if self._cgroup else "")
 
@@ -445,6 +448,11 @@ class _Watchdog:
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
+
+    def start(self) -> None:
+        """Make sure the watchdog runs."""
+        with self._lock:
+            self._running()
 
     def register(self, token: str, cgroup: str) -> None:
         with self._lock:

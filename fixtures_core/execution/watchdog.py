@@ -38,28 +38,34 @@ TOKEN_VARIABLE = b"ASSAY_SAMPLE_ID="
 
 
 def serve(owner: int) -> None:
-    """Watch ``owner`` until it says ``bye`` (return quietly) or dies (clean up after it)."""
+    """Watch ``owner`` until it says ``bye`` (return quietly) or dies (clean up after it).
+
+    The owner may already be dead when this starts (killed a moment after it
+    started the watchdog): what it wrote before is still in the pipe, so the
+    pipe is always read to its end before cleaning up.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     first = procfs.stat(owner)
-    if first is None:
-        return
     scopes: dict[str, str] = {}  # token -> the run's cgroup directory ("" when it has none)
     attached: dict[int, int] = {}  # owner's children in its own session: pid -> starttime
     pending = b""
-    while procfs.alive(owner, first.starttime):
-        ready, _, _ = select.select([0], [], [], TICK_S)
-        if ready:
-            data = os.read(0, 65536)
-            if not data:
-                break  # the owner's end of the pipe closed: it exited or was killed
-            pending += data
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if _apply(line.decode("utf-8", "replace").split(), scopes):
-                    clean_up(scopes, {})  # a normal exit: only runs it never closed are left to stop
-                    return
-        _note_attached(owner, first.session, attached)
+    while True:
+        owner_alive = first is not None and procfs.alive(owner, first.starttime)
+        if owner_alive and first is not None:
+            _note_attached(owner, first.session, attached)
+        ready, _, _ = select.select([0], [], [], TICK_S if owner_alive else 0)
+        data = os.read(0, 65536) if ready else b""
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if _apply(line.decode("utf-8", "replace").split(), scopes):
+                clean_up(scopes, {})  # a normal exit: only runs it never closed are left to stop
+                return
+        if ready and not data:
+            break  # the owner's end of the pipe closed: it exited or was killed
+        if not owner_alive and not ready:
+            break  # gone, and nothing more to read (a forked child may still hold the pipe)
     clean_up(scopes, attached)
 
 

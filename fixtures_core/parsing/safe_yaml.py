@@ -44,7 +44,7 @@ class _LimitedLoader(yaml.SafeLoader):
 
 def _int_within_limits(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     """YAML ints as SafeLoader reads them, refusing more digits than Python reads from text."""
-    if len(str(node.value)) > MAX_INT_DIGITS + 1:
+    if len(str(node.value).replace("_", "")) > MAX_INT_DIGITS:
         raise yaml.constructor.ConstructorError(
             None, None, f"an integer of more than {MAX_INT_DIGITS} digits", node.start_mark
         )

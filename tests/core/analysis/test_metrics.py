@@ -163,3 +163,14 @@ def test_zero_baseline_is_an_error(direction: str) -> None:
 def test_a_regression_needs_a_direction() -> None:
     with pytest.raises(ValueError, match="needs a direction"):
         regression_percent(5.0, 4.0, "none")
+
+
+@pytest.mark.parametrize("kind", ["mean", "median"])
+def test_an_aggregate_past_a_double_is_an_error_not_an_overflow(kind: str) -> None:
+    # 1.7e308 + 1.7e308 overflows a double: fsum raises OverflowError, the median gives inf.
+    with pytest.raises(ValueError, match=f"the {kind} of these values overflows a double"):
+        aggregate([1.7e308, 1.7e308], kind)  # type: ignore[arg-type]
+
+
+def test_the_largest_values_still_aggregate_when_they_fit() -> None:
+    assert aggregate([1.7e308, 1.6e308], "max") == 1.7e308

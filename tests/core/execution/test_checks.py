@@ -400,3 +400,20 @@ def test_a_real_process_checked_end_to_end(tmp_path: Path) -> None:
     assert sample.status == "PASS"
     assert sample.exit_code == 0
     assert sample.metrics["ms"].value == pytest.approx(41.5)
+
+
+# --- hostile observations ----------------------------------------------------------------------
+
+
+def test_stdout_json_nested_too_deep_is_an_error_that_says_so() -> None:
+    depth = 10_000  # past Python's recursion limit: once a RecursionError that lost the sample
+    sample = check(make_row(cel="json.size() > 0"), ran("[" * depth + "]" * depth))
+    assert sample.status == "ERR"
+    assert sample.error == "stdout is JSON nested deeper than 256 levels"
+
+
+def test_a_metric_beyond_a_double_is_an_extraction_error_of_that_sample() -> None:
+    sample = check(make_row(metrics=[metric("m", "json.m")]), ran('{"m": 1' + "0" * 400 + "}"))
+    assert sample.status == "ERR"
+    assert sample.metrics["m"].status == "error"
+    assert sample.metrics["m"].error == "sample 0: json.m gave inf, not a finite number"
