@@ -81,7 +81,7 @@ def read_regular_file(path: Path, max_bytes: int, what: str) -> bytes:
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            raise LimitExceeded(f"{_kind(info.st_mode)}, not a regular file: assay reads {what}s from files only")
+            raise LimitExceeded(f"{_kind(info.st_mode)}, not a regular file: refused without reading it")
         if info.st_size > max_bytes:
             raise LimitExceeded(f"{what} is {info.st_size:,} bytes, more than the limit of {max_bytes:,}")
         chunks = []

@@ -137,9 +137,7 @@ class Cgroup:
                     break
 
     def remove(self, wait_s: float = 2.0) -> bool:
-        """Remove the directory once it is empty (and its children first); False when it stays."""
-        for child in self._children():
-            child.remove(wait_s)
+        """Remove the directory once it is empty (cgroups made inside it first); False when it stays."""
         give_up = time.monotonic() + wait_s
         while True:
             try:
@@ -148,6 +146,8 @@ class Cgroup:
             except FileNotFoundError:
                 return True
             except OSError:
+                for child in self._children():  # a sample (or a run) may have made cgroups of its own
+                    child.remove(max(give_up - time.monotonic(), 0.0))
                 if time.monotonic() >= give_up:
                     return False
                 time.sleep(0.005)

@@ -265,10 +265,16 @@ class ContainedSample:
     def kill_and_wait(self) -> None:
         """SIGKILL everything and wait (bounded) until nothing runs."""
         give_up = time.monotonic() + _KILL_WAIT_S
-        self.kill()
         while self.remaining() and time.monotonic() < give_up:
-            time.sleep(0.005)
             self.kill()
+            time.sleep(0.001)
+        self._sweep_group()
+
+    def _sweep_group(self) -> None:
+        """SIGKILL the leader's group once more: members that neither the cgroup nor the token shows."""
+        if self.popen.returncode is None:  # the leader is unreaped, so its group id cannot have been reused
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
 
     def finish(self) -> int:
         """Reap the adopted orphans and the leader, remove the cgroup; return the leader's exit code."""
@@ -316,16 +322,16 @@ class ContainedSample:
             os.kill(pid, signum)
 
     def _carrying_token(self) -> list[int]:
-        """assay's children (orphans it adopted, as subreaper) whose environment holds this sample's token."""
+        """Orphans assay adopted (as subreaper) whose environment holds this sample's token."""
         return [
             pid
-            for pid in procfs.children(os.getpid())
+            for pid in procfs.adopted(os.getpid())
             if pid != self.pid and pid not in _LEADERS and procfs.environ_has(pid, self._needle)
         ]
 
     def _reap_orphans(self) -> None:
         """Reap zombies assay adopted from this sample (its group, its cgroup, or signalled by it)."""
-        for pid in procfs.children(os.getpid()):
+        for pid in procfs.adopted(os.getpid()):
             if pid == self.pid or pid in _LEADERS:
                 continue  # a leader is reaped by its Popen: reaping it here would lose its exit code
             found = procfs.stat(pid)

@@ -157,8 +157,8 @@ def _supervise(
 
 
 def _begin_stop(sample: ContainedSample, containment: Containment, now: float) -> float:
-    """Send SIGTERM (or, after a second interrupt, nothing yet: SIGKILL follows at once); return when SIGKILL is due."""
-    if containment.stopped_at_once.is_set():
+    """Send SIGTERM, unless nothing is left or a second interrupt wants SIGKILL at once; return when SIGKILL is due."""
+    if containment.stopped_at_once.is_set() or not sample.remaining():
         return now
     sample.terminate()
     return now + containment.grace_s
