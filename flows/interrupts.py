@@ -65,17 +65,18 @@ def say(line: str) -> None:
         os.write(2, (line + "\n").encode("utf-8", "replace"))
 
 
-def _exit_now(line: str | None = None) -> None:
+def exit_now(line: str | None = None, code: int = 2) -> None:
+    """Flush what was printed and leave at once, without interpreter shutdown."""
     if line:
         say(line)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    os._exit(2)
+    os._exit(code)
 
 
 def _during_start_up(signum: int, frame: FrameType | None) -> None:
-    _exit_now(f"error: interrupted by {signal.Signals(signum).name} while starting; nothing ran")
+    exit_now(f"error: interrupted by {signal.Signals(signum).name} while starting; nothing ran")
 
 
 def guard_start_up() -> None:
@@ -94,6 +95,7 @@ class InterruptGuard:
         self._phase = "before"
         self._previous: dict[int, Any] = {}
         self._exiting = False
+        self.stopped_at_once = False  # a second signal ended a run: threads of it may still be running
 
     @property
     def interrupted(self) -> bool:
@@ -131,7 +133,7 @@ class InterruptGuard:
         name = signal.Signals(signum).name
         self.received.append(name)
         if self._exiting:
-            _exit_now()
+            exit_now()
         containment = self._containment
         if containment is None:
             raise Interrupted(name, self._phase)
@@ -140,4 +142,5 @@ class InterruptGuard:
             containment.cancel()
             return
         containment.cancel(at_once=True)
+        self.stopped_at_once = True
         raise Interrupted(name, "running")

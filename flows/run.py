@@ -14,7 +14,6 @@ if __name__ == "__main__":  # ``python -m flows.run``: an interrupt during the s
     guard_start_up()
 
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +32,7 @@ from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.reports import terminal
 from fixtures_core.runner import RunOptions, plan, store_for
-from flows.interrupts import Interrupted, InterruptGuard
+from flows.interrupts import Interrupted, InterruptGuard, exit_now
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
@@ -215,8 +214,11 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
         code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
         if guard.interrupted:
             code = 2
-            if last:
-                logging.disable(logging.CRITICAL)  # a flow thread left behind must not log into the terminal
+        if last and guard.stopped_at_once:
+            # Stopped at once: the run's threads may still be inside C extensions, and interpreter
+            # shutdown would tear them down mid-call (an abort, not exit 2). Every sample is dead;
+            # the watchdog stops what assay started besides (a temporary Prefect server).
+            exit_now(code=2)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         return code

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +128,7 @@ BOMB = "".join(
     for i in range(9)
 )
 OK_ROW = "a | `true` | `exitCode == 0`"
+METRIC_M = "metrics:\n  - {name: m, extract: json.m, unit: x}\n"
 SLEEPER = "{dir}/sleep.pid"
 
 
@@ -382,25 +382,19 @@ CASES: list[Case] = [
     ),
     Case(
         "a metric of 10^400",
-        fixture(
-            command('echo \'{"m": 1' + "0" * 400 + "}'", front="metrics:\n  - {name: m, extract: json.m, unit: x}\n")
-        ),
+        fixture(command('echo \'{"m": 1' + "0" * 400 + "}'", front=METRIC_M)),
         says=None,
         runs=1,
     ),
     Case(
         "a metric of 5000 digits",
-        fixture(
-            command('echo \'{"m": ' + "9" * 5000 + "}'", front="metrics:\n  - {name: m, extract: json.m, unit: x}\n")
-        ),
+        fixture(command('echo \'{"m": ' + "9" * 5000 + "}'", front=METRIC_M)),
         says=None,
         runs=1,
     ),
     Case(
         "a metric mean past a double",
-        fixture(
-            command("echo '{\"m\": 1.7e308}'", front="repeat: 2\nmetrics:\n  - {name: m, extract: json.m, unit: x}\n")
-        ),
+        fixture(command("echo '{\"m\": 1.7e308}'", front="repeat: 2\n" + METRIC_M)),
         says=None,
         runs=1,
     ),
@@ -510,15 +504,6 @@ def _touch(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Every process a case starts inherits this marker, so a survivor can be found."""
-    mark = uuid.uuid4().hex
-    monkeypatch.setenv("ASSAY_TEST_MARK", mark)
-    monkeypatch.setenv("COLUMNS", "200")
-    yield mark
-
-
 def test_the_corpus_has_at_least_80_cases() -> None:
     assert len(CASES) >= 80
     assert len({case.id for case in CASES}) == len(CASES)
@@ -529,6 +514,7 @@ def test_hostile_input(
     case: Case, tmp_path: Path, marker: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
     argv = case.prepare(tmp_path)
     capfd.readouterr()  # what preparing printed
     code = main(argv)

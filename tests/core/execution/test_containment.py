@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,16 +40,6 @@ ESCAPES = {
     "nohup &": "nohup sleep 60 >/dev/null 2>&1 &",
     "setsid double fork holding stdout": "( setsid sh -c 'sleep 60 & exit 0' & )",
 }
-
-
-@pytest.fixture
-def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A marker every process started by the test inherits; anything still carrying it at the end is killed."""
-    mark = uuid.uuid4().hex
-    monkeypatch.setenv("ASSAY_TEST_MARK", mark)
-    yield mark
-    for pid in processes_with(mark):
-        os.kill(pid, signal.SIGKILL)
 
 
 def soon(seconds: float = 20.0) -> float:
