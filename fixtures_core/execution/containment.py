@@ -249,6 +249,10 @@ class ContainedSample:
             return True
         if self.cgroup is not None and self.cgroup.populated():
             return True
+        # A process leaves its cgroup before it hands its children to their new parent (assay):
+        # until every process signalled has finished exiting, an orphan may still be on its way.
+        if any(procfs.alive(pid, start) for pid, start in self._signalled):
+            return True
         return any(procfs.alive(pid) for pid in self._carrying_token())
 
     def stop(self, grace_s: float | None = None) -> None:
@@ -297,10 +301,12 @@ class ContainedSample:
 
     def _signal(self, signum: int) -> None:
         if self.cgroup is not None:
+            members = self.cgroup.pids()
             if signum == signal.SIGKILL:
+                self._note(members, signum)  # remaining() waits for each of them to finish exiting
                 self.cgroup.kill()
             else:
-                for pid in self.cgroup.pids():
+                for pid in members:
                     self._send(pid, signum)
         if self.popen.returncode is None:  # the leader is unreaped, so its group id cannot have been reused
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -308,6 +314,12 @@ class ContainedSample:
         # Also with a cgroup: what the leader forked in the instant before it was moved into it.
         for pid in self._carrying_token():
             self._send(pid, signum)
+
+    def _note(self, pids: list[int], signum: int) -> None:
+        for pid in pids:
+            found = procfs.stat(pid)
+            if found is not None and not found.zombie:
+                self._signalled[(pid, found.starttime)] = signum
 
     def _send(self, pid: int, signum: int) -> None:
         """Signal one process, once per signal (a repeated SIGTERM could cut short a clean exit)."""

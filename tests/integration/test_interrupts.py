@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -113,6 +114,11 @@ def test_a_second_signal_kills_every_sample_at_once_and_exits_2(
         "error: interrupted by SIGINT again: every sample was killed at once",
     ]
     assert processes_with(marker) == []
+    # In process, the flow thread the command stopped waiting for winds down on its own: let it
+    # finish here, or it would finalize during the next test (a command line leaves at once instead).
+    for thread in threading.enumerate():
+        if thread.name == "assay-flow":
+            thread.join(timeout=60)
 
 
 @pytest.mark.parametrize("engine", ENGINES, indirect=True)
