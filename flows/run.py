@@ -40,11 +40,12 @@ out = Console(highlight=False, markup=False)  # names and labels are text, never
 if not out.is_terminal and "COLUMNS" not in os.environ:
     out = Console(highlight=False, markup=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
 err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
-# Click's exceptions; typer >= 0.16 vendors its own copy of click, with its own classes.
+# Click's exceptions: recent typer releases vendor their own copy of click, with their own classes.
 _CLICK_ERRORS: tuple[type[Exception], ...] = (
     click.ClickException,
     getattr(typer, "TyperException", click.ClickException),
 )
+_ABORTS: tuple[type[Exception], ...] = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort))
 _guards: list[InterruptGuard] = []  # the guard of the command running now (main() pushes, pops)
 
 
@@ -255,6 +256,9 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
         return 2
     except _CLICK_ERRORS as exc:
         _usage_error(exc, args)
+        return 2
+    except _ABORTS:  # end of input where a prompt wanted an answer
+        err.print("error: aborted")
         return 2
     except KeyboardInterrupt:
         err.print("error: interrupted")
