@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import click
 import typer
@@ -26,6 +26,9 @@ from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.reports import terminal
 from fixtures_core.runner import RunOptions, plan
+
+if TYPE_CHECKING:
+    from flows.server import Backend
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
@@ -57,6 +60,9 @@ def run_command(
     ] = None,
     parallel: Annotated[int, typer.Option("--parallel", help="Rows run at once.")] = 4,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the run.")] = None,
+    tags: Annotated[
+        Optional[list[str]], typer.Option("--tag", help="A Prefect tag for the flow run (repeatable).")
+    ] = None,
     engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
     baseline: Annotated[
         Optional[str], typer.Option("--baseline", help="Compare with a saved run: a run file, run id or blessed name.")
@@ -73,19 +79,32 @@ def run_command(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
     )  # fmt: skip
-    run = execute_run(options)
+    if tags and engine == "local":
+        raise UsageError("--tag tags the Prefect flow run: --engine local has none")
+    links: list[str] = []
+    run = execute_run(options, tuple(tags or ()), announce=links.append)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
     terminal.render(run, out)
+    for link in links:
+        out.print(f"Prefect flow run: {link}", markup=False, soft_wrap=True)
     raise Exit(EXIT[run.verdict])
 
 
-def execute_run(options: RunOptions) -> RunResult:
-    """Plan (fail fast on configuration errors), then run on the chosen engine."""
+def execute_run(
+    options: RunOptions, tags: tuple[str, ...] = (), announce: Callable[[str], None] | None = None
+) -> RunResult:
+    """Plan (fail fast on configuration errors), then run on the chosen engine.
+
+    The Prefect engine first picks its API (``flows.server``: PREFECT_API_URL,
+    else this Prefect home's local server, started on first use); ``announce``
+    gets the flow run's UI address.
+    """
     planned = plan(options)
     run_id = new_run_id()
     groups = ProcessGroups()
+    backend = None if options.engine == "local" else _prefect_backend()
     with _interrupts_cancel(groups):
         if options.engine == "local":
             from flows.local import run_locally
@@ -93,7 +112,13 @@ def execute_run(options: RunOptions) -> RunResult:
             return run_locally(planned, options, run_id, groups)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups, planned)
+        return run_with_prefect(options, run_id, groups, planned, backend, tags, announce)
+
+
+def _prefect_backend() -> Backend:
+    from flows.server import resolve_backend
+
+    return resolve_backend(say=lambda message: err.print(f"assay: {message}", markup=False))
 
 
 class _interrupts_cancel:
@@ -173,7 +198,46 @@ def history_command(out_dir: Annotated[str, typer.Option("--out", help="State fo
     terminal.render_history(Store(Path(out_dir)).runs(), out)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "history")
+server_app = typer.Typer(
+    no_args_is_help=True,
+    help="The local Prefect server ad-hoc runs use (Prefect's own background server of PREFECT_HOME).",
+)
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start_command(
+    port: Annotated[
+        Optional[int], typer.Option("--port", help="Port (default: 4200 when free, else a free one).")
+    ] = None,
+) -> None:
+    """Start this Prefect home's background server (or find it running) and wait until it answers."""
+    from flows.server import ensure_started, prefect_home
+
+    found = ensure_started(prefect_home(), port, say=lambda message: err.print(f"assay: {message}", markup=False))
+    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}", markup=False)
+
+
+@server_app.command("stop")
+def server_stop_command() -> None:
+    """Stop this Prefect home's background server and wait until it is gone."""
+    from flows.server import prefect_home, stop
+
+    stopped = stop(prefect_home())
+    out.print(f"stopped the local Prefect server (pid {stopped.pid})" if stopped else "no local Prefect server ran")
+
+
+@server_app.command("status")
+def server_status_command() -> None:
+    """Is this Prefect home's background server running, where, and does it answer (exit 1 if not running)."""
+    from flows.server import find, prefect_home, status
+
+    home = prefect_home()
+    out.print(status(home), markup=False)
+    raise Exit(0 if find(home) is not None else 1)
+
+
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "history", "server")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,8 +289,19 @@ def _invoke(call: Callable[[], object]) -> int:
 
 def cli() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    leave(main())
+
+
+def leave(code: int) -> None:
+    """Exit with ``code``; after a Prefect run whose logs and events are delivered, skip the
+    interpreter's slow shutdown (nothing is left to write: the run document is on disk)."""
+    matrix = sys.modules.get("flows.matrix")
+    if matrix is not None and matrix.deliver_before_exit():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(module_main())
+    leave(module_main())
