@@ -89,6 +89,12 @@ class Launch:
 _LAUNCH: ContextVar[Launch | None] = ContextVar("assay_launch", default=None)
 
 
+def _launched() -> Launch | None:
+    """The command line's launch of the flow run in this context, if any. (The flow reads the
+    variable through this function: a served flow is pickled by value, and a ContextVar cannot be.)"""
+    return _LAUNCH.get()
+
+
 @dataclass
 class _LiveRun:
     """A run in flight in this process: its process groups (what a signal kills)."""
@@ -211,7 +217,7 @@ def matrix_flow(options: MatrixParameters) -> RunResult:
         options: What to run and how: fixture paths, state folder, repeats, k, filter, baseline, tags.
     """
     logger = get_run_logger()
-    launch = _LAUNCH.get()
+    launch = _launched()
     if launch is None:  # a deployment, a schedule or the UI: plan here
         try:
             parameters = MatrixParameters.parse(options)

@@ -10,8 +10,8 @@ In order:
 3. Otherwise (the default): Prefect's background server of this Prefect home
    (``prefect server start --background``, its PID file in ``PREFECT_HOME``),
    started on first use and reused by every later run; ``assay server
-   stop`` stops it. It listens on 127.0.0.1, port 4200 when free, else a
-   free port.
+   stop`` stops it. It listens on 127.0.0.1, port 4200 (or
+   ``ASSAY_PREFECT_PORT``) when free, else a free port.
 
 A server is only used when it proves to be the one this Prefect home
 started: its PID file names a live Prefect server process, and the server
@@ -45,6 +45,9 @@ STARTUP_TIMEOUT_S = 180.0  # a first start runs the migrations: ~25 s idle, 45 s
 STOP_TIMEOUT_S = 20.0
 TEMPORARY = "temporary"
 MODE_VARIABLE = "ASSAY_PREFECT_SERVER"
+PORT_VARIABLE = "ASSAY_PREFECT_PORT"
+REFUSED_WAIT_S = 3.0  # nothing listens at a configured URL: say so soon
+BUSY_WAIT_S = 30.0  # it answers 503 or times out: a busy or starting server gets longer
 
 Say = Callable[[str], None]
 
@@ -97,7 +100,7 @@ def resolve_backend(say: Say = _silent) -> Backend:
     """The API an ad-hoc run uses (see the module docstring); starts the local server if needed."""
     configured = os.environ.get("PREFECT_API_URL")
     if configured:
-        wait_for_api(configured, timeout=30.0, what="PREFECT_API_URL")
+        wait_for_api(configured, what="PREFECT_API_URL")
         return Backend(configured.rstrip("/"), configured.rstrip("/").removesuffix("/api"), "configured")
     mode = os.environ.get(MODE_VARIABLE, "").strip().lower()
     if mode == TEMPORARY:
@@ -154,8 +157,19 @@ def ensure_started(home: Path, port: int | None = None, say: Say = _silent) -> L
     return _wait_ready(server, say)
 
 
+def preferred_port() -> int:
+    """The port a new local server tries first: ``ASSAY_PREFECT_PORT``, else Prefect's 4200."""
+    value = os.environ.get(PORT_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_PORT
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ServerError(f"{PORT_VARIABLE}={value!r} is not a port number (1-65535)")
+    return int(value)
+
+
 def _start(home: Path, port: int | None, say: Say) -> LocalServer:
-    chosen = port or (DEFAULT_PORT if port_is_free(DEFAULT_PORT) else free_port())
+    preferred = preferred_port()
+    chosen = port or (preferred if port_is_free(preferred) else free_port())
     first = not (home / "prefect.db").exists()
     say(
         f"starting a local Prefect server on {HOST}:{chosen} (home {home})"
@@ -189,7 +203,8 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
 
 
 def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_S) -> LocalServer:
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     said = False
     while time.monotonic() < deadline:
         if serves_home(server):
@@ -199,7 +214,7 @@ def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_
                 f"the local Prefect server (pid {server.pid}, port {server.port}) exited while starting: "
                 f"run `prefect server start --port {server.port}` with PREFECT_HOME={server.home} to see why"
             )
-        if not said and time.monotonic() > deadline - timeout + 5:
+        if not said and time.monotonic() > started + 5:
             say(f"waiting for the local Prefect server on port {server.port} (pid {server.pid}) to answer")
             said = True
         time.sleep(0.25)
@@ -248,19 +263,21 @@ def status(home: Path) -> str:
     return f"local Prefect server running: pid {server.pid}, {server.api_url}, UI {server.ui_url}, {answer}"
 
 
-def wait_for_api(url: str, timeout: float, what: str) -> None:
+def wait_for_api(url: str, what: str) -> None:
     """Wait (bounded) until a configured Prefect API answers its health check; ServerError if it never does.
 
-    A server that is starting or too busy to answer (connection refused, HTTP
-    503) gets ``timeout`` seconds; the error says what to do.
+    A refused connection (nothing listens there) is retried for a few seconds;
+    a server that answers 503 or times out (busy, or still starting) gets
+    longer. The error says what to do.
     """
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
     while True:
         try:
             _get_json(f"{url.rstrip('/')}/health", timeout=5.0)
             return
         except (OSError, ValueError) as exc:
-            if time.monotonic() >= deadline:
+            refused = isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, ConnectionRefusedError)
+            if time.monotonic() - started >= (REFUSED_WAIT_S if refused else BUSY_WAIT_S):
                 reason = _reason(exc)
                 raise ServerError(
                     f"cannot reach the Prefect API at {url} ({what}): {reason}; start that server, "

@@ -8,9 +8,11 @@ TimedOut; an errored one is Failed with the error; the flow run is Failed
 with the verdict and the failing rows for every FAIL or ERR verdict. Tasks
 return states instead of raising, so a failing sample never stops its row.
 
-The domain result rides along as the state's data, wrapped in ``Carried``:
-Prefect logs the state of every failed task, and a bare result would put a
-whole sample's stdout into that line.
+The domain result rides along as the state's data, wrapped in an
+``Outcome``: Prefect logs the state of every failed task, and a bare result
+would put a whole sample's stdout into that line; and where Prefect turns a
+Failed state into an exception (a deployment's flow run process does), an
+Outcome is one, saying the state's message.
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ _STDERR_LINES = 5
 _STDERR_CHARS = 500
 
 
-class Carried(Generic[T]):
-    """A result handed back through a Prefect state, with a short repr for Prefect's log lines."""
+class Outcome(Exception, Generic[T]):
+    """A result handed back through a Prefect state: a short repr for Prefect's log lines, and an
+    exception for Prefect to raise when the state is Failed."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: T) -> None:
+    def __init__(self, value: T, message: str) -> None:
+        super().__init__(message)
         self.value = value
 
     def __repr__(self) -> str:
@@ -46,9 +48,9 @@ class Carried(Generic[T]):
 def carried(state: State[Any], kind: type[T]) -> T:
     """The result a task or flow handed back in ``state``; re-raises what the run raised instead."""
     data = state.data  # as the task returned it (results are not persisted); reading it costs no event loop
-    if not isinstance(data, Carried):
+    if not isinstance(data, Outcome):
         data = state.result(raise_on_failure=False)
-    if isinstance(data, Carried) and isinstance(data.value, kind):
+    if isinstance(data, Outcome) and isinstance(data.value, kind):
         return data.value
     if isinstance(data, BaseException):
         raise data
@@ -56,11 +58,12 @@ def carried(state: State[Any], kind: type[T]) -> T:
 
 
 def _state(passed: bool, timed_out: bool, message: str, value: object) -> State[Any]:
+    outcome = Outcome(value, message)
     if passed:
-        return Completed(message=message, data=Carried(value))
+        return Completed(message=message, data=outcome)
     if timed_out:
-        return Failed(name="TimedOut", message=message, data=Carried(value))
-    return Failed(message=message, data=Carried(value))
+        return Failed(name="TimedOut", message=message, data=outcome)
+    return Failed(message=message, data=outcome)
 
 
 def without_data(state: State[Any]) -> State[Any]:
@@ -113,15 +116,16 @@ def row_message(row: RowResult) -> str:
     if row.status == "SKIP":
         return "SKIP"
     message = f"{describe.status_label(row)}: {describe.passed_cell(row)} samples passed"
-    if row.status in ("FAIL", "ERR"):
-        failure = describe.failure(row)
-        reasons = [failure.error] if failure.error else []
-        if failure.expression and failure.failing_samples:
-            samples = ", ".join(map(str, failure.failing_samples))
-            reasons.append(f"CEL {failure.expression} failed on samples {samples}")
-        elif failure.sample_reason:
-            reasons.append(f"sample {failure.first_sample}: {failure.sample_reason}")
-        message += "".join(f"; {reason}" for reason in reasons)
+    reasons = [row.error] if row.error else []
+    failing = [sample for sample in row.samples if sample.status == "FAIL"]
+    if failing:
+        indices = ", ".join(str(sample.index) for sample in failing)
+        false_cel = [s.assertions for s in failing if s.assertions is not None and s.assertions.status == "fail"]
+        if false_cel and false_cel[0].expression:
+            reasons.append(f"CEL {false_cel[0].expression} false on samples {indices}")
+        else:
+            reasons.append(f"samples {indices} failed; sample {failing[0].index}: {sample_reason(failing[0])}")
+    message += "".join(f"; {reason}" for reason in reasons)
     return _bounded(message)
 
 
