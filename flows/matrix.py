@@ -62,6 +62,7 @@ from fixtures_core.runner import (  # noqa: E402
 )
 from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import states  # noqa: E402
+from flows.board import RowBoard, baselines_first  # noqa: E402
 from flows.events import emit_run_finished  # noqa: E402
 from flows.parameters import MatrixParameters, ParameterError  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
@@ -97,9 +98,10 @@ def _launched() -> Launch | None:
 
 @dataclass
 class _LiveRun:
-    """A run in flight in this process: its process groups (what a signal kills)."""
+    """A run in flight in this process: its process groups (what a signal kills) and its row board."""
 
     groups: ProcessGroups = field(default_factory=ProcessGroups)
+    board: RowBoard = field(default_factory=lambda: RowBoard(()))
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -126,22 +128,28 @@ def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings
 
 
 @task(name="row", task_run_name="{row.name}", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> State[Any]:
-    """Every sample of one row, serially, under the row's time budget."""
+def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder, k: int | None) -> State[Any]:
+    """Every sample of one row, serially, under the row's time budget; ends in the row's final state."""
 
     def as_task(spec: RowSpec, index: int, deadline: float) -> SampleResult:
         state = sample_task(opaque(spec), index, deadline, opaque(settings), return_state=True)
         return states.carried(state, SampleResult)
 
-    groups = process_groups(settings.run_id)
-    # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
-    # would show them "RolledBack"); each sample keeps the state it ended in.
-    with transaction(commit_mode=CommitMode.EAGER):
-        result = run_row(row, settings, groups, sample_runner=as_task, on_sample=recorder.on_sample)
-    recorder.on_row(result)
+    live = _live(settings.run_id)
+    try:
+        # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
+        # would show them "RolledBack"); each sample keeps the state it ended in.
+        with transaction(commit_mode=CommitMode.EAGER):
+            raw = run_row(row, settings, live.groups, sample_runner=as_task, on_sample=recorder.on_sample)
+    except Exception as exc:
+        live.board.post(crashed_row(row, exc))  # rows comparing with this one must not wait for it
+        raise
+    live.board.post(raw)
+    recorder.on_row(raw)
+    final = live.board.final(row, raw, k, live.groups.cancelled)
     logger = get_run_logger()
-    (logger.info if result.status in ("PASS", "SKIP") else logger.error)(states.row_log(result))
-    return states.row_state(result)
+    (logger.info if final.status in ("PASS", "SKIP") else logger.error)(states.row_log(final))
+    return states.row_state(final)
 
 
 @task(name="finalize", retries=0, cache_policy=NO_CACHE, persist_result=False)
@@ -258,13 +266,15 @@ def _name_flow_run(name: str, run_tags: list[str]) -> None:
 def _run_matrix(launch: Launch, suite: str) -> RunResult:
     run_id, options, planned = launch.run_id, launch.options, launch.plan
     live = _live(run_id)
+    order = baselines_first(planned.matrix.rows)
+    live.board = RowBoard(order)
     try:
         recorder = Recorder(store_for(options), run_id, planned.matrix)
         settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
         with runner.duplicate() as pool:
-            shared = {"settings": opaque(settings), "recorder": opaque(recorder)}
-            futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in planned.matrix.rows]
+            shared = {"settings": opaque(settings), "recorder": opaque(recorder), "k": options.k}
+            futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
             try:
                 wait(cast(list[Any], futures))
             except BaseException:
@@ -272,44 +282,31 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
                 live.groups.cancel()
                 wait(cast(list[Any], futures))
-                rows = _row_results(futures, planned.matrix.rows)
+                rows = _row_results(futures, order, live.board)
                 complete(recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline)
                 raise
-        rows = _row_results(futures, planned.matrix.rows)
+        rows = _row_results(futures, order, live.board)
         error = interruption(live.groups)
-        run = finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline), suite)
-        _settle_row_states(futures, planned.matrix.rows, run)
-        return run
+        return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline), suite)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
 
 
-def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...]) -> list[RowResult]:
-    """Each row task's result; a task that raised (e.g. the API failed) becomes an ERR row."""
+def _row_results(futures: Sequence[PrefectFuture[Any]], rows: Sequence[RowSpec], board: RowBoard) -> list[RowResult]:
+    """Each row's raw result as posted; a row task that failed before posting (e.g. the API
+    failed) becomes an ERR row."""
     results = []
     for future, row in zip(futures, rows, strict=True):
-        try:
-            results.append(states.carried(future.state, RowResult))
-        except Exception as exc:
-            results.append(crashed_row(row, exc))
+        posted = board.posted(row.id)
+        if posted is None:
+            try:
+                future.result()
+                posted = crashed_row(row, RuntimeError("the row task ended without a result"))
+            except Exception as exc:
+                posted = crashed_row(row, exc)
+        results.append(posted)
     return results
-
-
-def _settle_row_states(futures: Sequence[PrefectFuture[Any]], specs: tuple[RowSpec, ...], run: RunResult) -> None:
-    """Give a row task the state of its final row where finalize changed it (a metric threshold
-    or a regression fails a row whose samples passed)."""
-    context = FlowRunContext.get()
-    if context is None:
-        return
-    final = {row.id: row for row in run.rows}
-    for future, spec in zip(futures, specs, strict=True):
-        row = final.get(spec.id)
-        if row is None:
-            continue
-        honest, current = states.row_state(row), future.state
-        if (current.type, current.name, current.message) != (honest.type, honest.name, honest.message):
-            context.client.set_task_run_state(future.task_run_id, states.without_data(honest), force=True)
 
 
 def run_with_prefect(
@@ -402,4 +399,5 @@ def deliver_before_exit(timeout: float = 30.0) -> bool:
     APILogWorker.drain_all(timeout=timeout)
     EventsWorker.drain_all(timeout=timeout)
     server = sys.modules.get("prefect.server.api.server")
-    return server is None or not any(s.running for s in server.SubprocessASGIServer._instances.values())
+    # Prefect's exit hook stops a temporary server's process, also one that timed out starting.
+    return server is None or all(s.server_process is None for s in server.SubprocessASGIServer._instances.values())

@@ -66,11 +66,6 @@ def _state(passed: bool, timed_out: bool, message: str, value: object) -> State[
     return Failed(message=message, data=outcome)
 
 
-def without_data(state: State[Any]) -> State[Any]:
-    """The same state with no data (what is sent to the API when a state is set afterwards)."""
-    return State(type=state.type, name=state.name, message=state.message)
-
-
 def ran_out_of_time(error: str | None) -> bool:
     """True for the errors of a sample or row whose time budget ran out."""
     return error is not None and "budget" in error and "ran out" in error
