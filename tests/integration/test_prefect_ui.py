@@ -7,9 +7,14 @@ API the UI reads: states and their messages, names, tags, logs, artifacts, event
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
+import time
+import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from uuid import UUID
 
@@ -31,6 +36,11 @@ timeout: 20s
 | missing-key | `echo '{"ok": true}'` | 1 | | `json.zz == 1` |
 | slow | `sleep 30` | 1 | 1s | |
 """
+
+
+WEBHOOK_PAYLOAD = (
+    '{"verdict": "{{ event.resource["assay.verdict"] }}", "rows": "{{ event.payload.failing_rows | join(", ") }}"}'
+)
 
 
 @pytest.fixture
@@ -137,3 +147,57 @@ def test_errors_and_budgets_are_failed_and_timed_out(tmp_path: Path, client: Syn
     assert seen.state("slow #0")[0] == "TimedOut"
     # No label: the artifacts are keyed by the fixture file.
     assert "assay-report-budgets" in seen.artifacts
+
+
+def test_an_automation_on_the_finished_event_notifies_on_fail(tmp_path: Path, client: SyncPrefectClient) -> None:
+    """The README's automation, with a webhook (to a local listener) instead of Slack."""
+    from prefect.automations import Automation
+    from prefect.blocks.webhook import Webhook
+    from prefect.events.actions import CallWebhook
+    from prefect.events.schemas.automations import EventTrigger
+
+    label = f"notify-{uuid.uuid4().hex[:8]}"
+    received: list[bytes] = []
+    with webhook_listener(received) as url:
+        block_id = Webhook(method="POST", url=url).save(label)
+        automation = Automation(
+            name=f"assay: {label} failed",
+            trigger=EventTrigger(
+                expect={"assay.run.finished"}, match={"assay.verdict": ["FAIL", "ERR"], "prefect.resource.name": label},
+                posture="Reactive", threshold=1,  # type: ignore[arg-type]
+            ),
+            actions=[CallWebhook(block_document_id=block_id, payload=WEBHOOK_PAYLOAD)],
+        ).create()  # fmt: skip
+        try:
+            fixture = tmp_path / "bad.md"
+            fixture.write_text("| Name | Command |\n|---|---|\n| good | `true` |\n| bad | `false` |\n")
+            done = run_cli([str(fixture), "--out", str(tmp_path / "state"), "--label", label], cwd=tmp_path)
+            assert done.returncode == 1, done.stderr
+            for _ in range(240):  # bounded wait for the server's triggers and actions services
+                if received:
+                    break
+                time.sleep(0.25)
+        finally:
+            automation.delete()
+    assert received, "the automation never called the webhook"
+    assert json.loads(received[0]) == {"verdict": "FAIL", "rows": "bad"}
+
+
+@contextlib.contextmanager
+def webhook_listener(received: list[bytes]) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            received.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.server_address[1]}/hook"
+    finally:
+        listener.shutdown()
+        listener.server_close()
