@@ -123,12 +123,11 @@ def find(home: Path) -> LocalServer | None:
 
 def _server_address(pid: int) -> tuple[str, int] | None:
     """(host, port) of a live Prefect server process (uvicorn serving Prefect's app), else None."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+    found = _process(pid)
+    if found is None:
         return None
-    if state in ("Z", "X") or "prefect.server.api.server:create_app" not in argv:
+    argv, state = found
+    if state.startswith(("Z", "X")) or "prefect.server.api.server:create_app" not in argv:
         return None
     try:
         host = argv[argv.index("--host") + 1]
@@ -136,6 +135,19 @@ def _server_address(pid: int) -> tuple[str, int] | None:
     except (ValueError, IndexError):
         return None
     return host, port
+
+
+def _process(pid: int) -> tuple[list[str], str] | None:
+    """(argv, state letter) of a process: from /proc on Linux, else from ``ps``; None when it is gone."""
+    if Path("/proc/self").exists():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            return argv, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return None
+    shown = subprocess.run(["ps", "-o", "stat=", "-o", "args=", "-p", str(pid)], capture_output=True, text=True)
+    fields = shown.stdout.split()
+    return (fields[1:], fields[0]) if shown.returncode == 0 and fields else None
 
 
 def serves_home(server: LocalServer, timeout: float = 2.0) -> bool:
@@ -173,7 +185,7 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
     first = not (home / "prefect.db").exists()
     say(
         f"starting a local Prefect server on {HOST}:{chosen} (home {home})"
-        + (": its first start creates the database, about a minute" if first else "")
+        + (": a first start creates its database, a minute or more on a busy machine" if first else "")
     )
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

@@ -99,13 +99,15 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
     env = prefect_env(postgres_api, home, PREFECT_WORKER_QUERY_SECONDS="1")
 
     def prefect(*args: str) -> None:
-        done = subprocess.run(["prefect", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "prefect", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stdout + done.stderr
 
     prefect("work-pool", "create", "assay", "--type", "process")
     prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all")
     worker = subprocess.Popen(
-        ["prefect", "worker", "start", "--pool", "assay"], cwd=tmp_path, env=env,
+        [sys.executable, "-m", "prefect", "worker", "start", "--pool", "assay"], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
