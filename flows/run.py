@@ -118,7 +118,12 @@ def execute_run(
 def _prefect_backend() -> Backend:
     from flows.server import resolve_backend
 
-    return resolve_backend(say=lambda message: err.print(f"assay: {message}", markup=False))
+    return resolve_backend(say=_say)
+
+
+def _say(message: str) -> None:
+    """A progress line on stderr (e.g. while the local Prefect server starts)."""
+    err.print(f"assay: {message}", markup=False)
 
 
 class _interrupts_cancel:
@@ -214,7 +219,7 @@ def server_start_command(
     """Start this Prefect home's background server (or find it running) and wait until it answers."""
     from flows.server import ensure_started, prefect_home
 
-    found = ensure_started(prefect_home(), port, say=lambda message: err.print(f"assay: {message}", markup=False))
+    found = ensure_started(prefect_home(), port, say=_say)
     out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}", markup=False)
 
 
