@@ -34,6 +34,8 @@ SESSION_HOME = Path(tempfile.mkdtemp(prefix="assay-prefect-home-")).resolve()
 os.environ["PREFECT_HOME"] = str(SESSION_HOME)  # before any test module imports Prefect
 os.environ.pop("PREFECT_API_URL", None)
 os.environ.pop("ASSAY_PREFECT_SERVER", None)
+# The session server retries a deployment run that waits for its concurrency slot after 1 s, not 30.
+os.environ["PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS"] = "1"
 with socket.socket() as _probe:  # a free port for the session server, never Prefect's shared default 4200
     _probe.bind(("127.0.0.1", 0))
     os.environ["ASSAY_PREFECT_PORT"] = str(_probe.getsockname()[1])

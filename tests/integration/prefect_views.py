@@ -1,9 +1,10 @@
 """What a user sees of a flow run in the Prefect UI, read through the Prefect client.
 
 The server records task-run states, logs and events a moment after the
-client sends them, so ``settled_view`` polls (bounded) until the flow run and
-every task run are final and the logs have stopped growing: a wait for the
-API to catch up, never a timing assertion.
+client sends them (a worker's flow-run process sends its last logs as it
+exits), so ``settled_view`` polls (bounded) until the flow run and every task
+run are final and the run's last log line is there: a wait for the API to
+catch up, never a timing assertion.
 """
 
 from __future__ import annotations
@@ -66,18 +67,18 @@ def view(client: SyncPrefectClient, flow_run_id: UUID) -> FlowRunView:
 
 
 def settled_view(client: SyncPrefectClient, flow_run_id: UUID, tasks: int, timeout: float = 60.0) -> FlowRunView:
-    """``view`` once the flow run and ``tasks`` task runs are final and the logs stopped growing."""
+    """``view`` once the flow run and ``tasks`` task runs are final and the flow run's last log line
+    (Prefect's "Finished in state ...", sent after every other line of the run) has arrived."""
     deadline = time.monotonic() + timeout
-    previous = -1
     while True:
         current = view(client, flow_run_id)
         final = current.flow_run.state is not None and current.flow_run.state.is_final()
         tasks_final = len(current.tasks) >= tasks and all(
             t.state is not None and t.state.is_final() for t in current.tasks.values()
         )
-        if (final and tasks_final and len(current.logs) == previous) or time.monotonic() > deadline:
+        finished = any(log.task_run_id is None and log.message.startswith("Finished in state") for log in current.logs)
+        if (final and tasks_final and finished) or time.monotonic() > deadline:
             return current
-        previous = len(current.logs)
         time.sleep(0.5)
 
 
