@@ -2,8 +2,9 @@
 
 In order:
 
-1. ``PREFECT_API_URL``, when set, always wins: assay checks that it answers
-   and never starts or stops anything.
+1. ``PREFECT_API_URL``, when set (in the environment, the active Prefect
+   profile, ``prefect.toml`` ...: wherever Prefect reads it), always wins:
+   assay checks that it answers and never starts or stops anything.
 2. ``ASSAY_PREFECT_SERVER=temporary``: Prefect's own temporary server for
    this run only (8-14 s per run; it keeps little history). Its start-up
    wait is raised to what a first start needs (database migrations).
@@ -18,7 +19,9 @@ started: its PID file names a live Prefect server process, and the server
 answering on that process's port reports this Prefect home. A port taken by
 someone else's server is never talked to by accident.
 
-Only the standard library here: nothing imports Prefect before the API is chosen.
+Starting, finding and stopping the local server needs only the standard
+library (``assay server status`` stays fast); only reading Prefect's own
+settings imports Prefect.
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ def prefect_home() -> Path:
 
 def resolve_backend(say: Say = _silent) -> Backend:
     """The API an ad-hoc run uses (see the module docstring); starts the local server if needed."""
-    configured = os.environ.get("PREFECT_API_URL")
+    configured = configured_api_url()
     if configured:
         wait_for_api(configured, what="PREFECT_API_URL")
         return Backend(configured.rstrip("/"), configured.rstrip("/").removesuffix("/api"), "configured")
@@ -109,6 +112,17 @@ def resolve_backend(say: Say = _silent) -> Backend:
         raise ServerError(f"{MODE_VARIABLE}={mode!r}: use 'local' (the default) or '{TEMPORARY}'")
     server = ensure_started(prefect_home(), say=say)
     return Backend(server.api_url, server.ui_url, "local")
+
+
+def configured_api_url() -> str | None:
+    """PREFECT_API_URL as Prefect resolves it (environment, active profile, prefect.toml, ...), or None."""
+    from flows.prefect_env import quiet_prefect
+
+    quiet_prefect()  # before Prefect's first import
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    return str(url) if url else None
 
 
 def find(home: Path) -> LocalServer | None:
@@ -292,8 +306,9 @@ def wait_for_api(url: str, what: str) -> None:
             if time.monotonic() - started >= (REFUSED_WAIT_S if refused else BUSY_WAIT_S):
                 reason = _reason(exc)
                 raise ServerError(
-                    f"cannot reach the Prefect API at {url} ({what}): {reason}; start that server, "
-                    "or unset PREFECT_API_URL to use assay's local server"
+                    f"cannot reach the Prefect API at {url} ({what}): {reason}; start that server, or unset "
+                    "PREFECT_API_URL (`prefect config unset PREFECT_API_URL` if a profile sets it) "
+                    "to use the local server"
                 ) from None
             time.sleep(0.5)
 

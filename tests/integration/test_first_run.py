@@ -143,6 +143,18 @@ def test_server_commands_report_the_session_server_and_prefect_api_url_wins(tmp_
     assert f"Prefect flow run: {found.ui_url}/runs/flow-run/" in done.stdout
     assert not (empty_home / server.PID_FILE).exists()
 
+    # ... also when the active Prefect profile sets it (as `prefect config set PREFECT_API_URL=...` does).
+    profiled_home = tmp_path / "profiled-home"
+    profiled_home.mkdir()
+    (profiled_home / "profiles.toml").write_text(
+        f'active = "team"\n\n[profiles.team]\nPREFECT_API_URL = "{found.api_url}"\n'
+    )
+    done = run_cli(
+        [str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path, env={"PREFECT_HOME": str(profiled_home)}
+    )
+    assert done.returncode == 0 and f"Prefect flow run: {found.ui_url}/runs/flow-run/" in done.stdout, done.stderr
+    assert not (profiled_home / server.PID_FILE).exists()
+
     none = run_cli(["server", "status"], cwd=tmp_path, env={"PREFECT_HOME": str(empty_home)})
     assert none.returncode == 1 and none.stdout.startswith("no local Prefect server for ")
 
