@@ -160,9 +160,12 @@ def start(root: Path, pg_port: int | None = None, port: int | None = None) -> st
 
     cluster = start_cluster(root, pg_port or _port_of(root) or free_port())
     os.environ["PREFECT_API_DATABASE_CONNECTION_URL"] = cluster.url
-    say = lambda message: print(f"postgres_server: {message}", file=sys.stderr)  # noqa: E731
-    server = ensure_started(root.resolve() / "prefect-home", port, say=say)
+    server = ensure_started(root.resolve() / "prefect-home", port, say=_say)
     return server.api_url
+
+
+def _say(message: str) -> None:
+    print(f"postgres_server: {message}", file=sys.stderr)
 
 
 def stop(root: Path) -> None:

@@ -28,8 +28,6 @@ from fixtures_core.results import RowResult, SampleResult
 
 T = TypeVar("T")
 _MESSAGE_CHARS = 400
-_STDERR_LINES = 5
-_STDERR_CHARS = 500
 
 
 class Outcome(Exception, Generic[T]):
@@ -90,14 +88,12 @@ def sample_reason(sample: SampleResult) -> str:
     return reason
 
 
-def sample_log(row: RowResult | str, sample: SampleResult) -> str:
-    """A failing sample's log line: which one, why, and the first lines of its stderr."""
-    name = row if isinstance(row, str) else row.name
-    line = f"sample {sample.index} of '{name}' {sample.status}: {_bounded(sample_reason(sample))}"
+def sample_log(row_name: str, sample: SampleResult) -> str:
+    """A failing sample's log line: which one, why, and the first lines of its stderr (bounded)."""
+    line = f"sample {sample.index} of '{row_name}' {sample.status}: {_bounded(sample_reason(sample))}"
     stderr = describe.excerpt(sample.stderr)
-    lines = stderr.splitlines()[:_STDERR_LINES]
-    if lines:
-        line += "\nstderr:\n" + "\n".join("  " + text for text in lines)[:_STDERR_CHARS]
+    if stderr:
+        line += "\nstderr:\n" + "\n".join("  " + text for text in stderr.splitlines())
     return line
 
 
@@ -125,7 +121,7 @@ def row_message(row: RowResult) -> str:
 
 
 def row_log(row: RowResult) -> str:
-    """A row's log line when its samples are done (metrics and comparisons come at the end of the run)."""
+    """A row's log line once its samples are done and it is final (with the rows it compares with)."""
     return f"row '{row.name}' ({row.file}:{row.line}): {row_message(row)}"
 
 
