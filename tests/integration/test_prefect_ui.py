@@ -201,3 +201,11 @@ def webhook_listener(received: list[bytes]) -> Iterator[str]:
     finally:
         listener.shutdown()
         listener.server_close()
+
+
+def test_tags_belong_to_the_prefect_engine(tmp_path: Path) -> None:
+    fixture = tmp_path / "quick.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n")
+    done = run_cli([str(fixture), "--engine", "local", "--tag", "team-a"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "error: --tag tags the Prefect flow run: --engine local has none\n"
