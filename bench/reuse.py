@@ -12,6 +12,8 @@ process (interpreter start to exit):
   reused      python -m flows.run M           the default: this Prefect home's local server, already up
   temporary   python -m flows.run M           with ASSAY_PREFECT_SERVER=temporary: a server per run
   promptfoo   promptfoo eval of the same 200 samples (exec provider, -j 4), when on PATH
+  floor       Prefect's own floor on the same server: a child that imports Prefect and runs the
+              smallest flow (one parameter, no task, heartbeat off, console quiet), nothing of assay
 
 First, in a brand-new Prefect home, the script times the local server's
 first start (``assay server start``: it creates the database) and the first
@@ -39,6 +41,17 @@ from overhead import promptfoo_config  # noqa: E402
 EXAMPLE = c.REPO / "examples" / "matrix.md"
 ROWS, REPEAT = 20, 10
 GOAL = 2.0  # reused / local on examples/matrix.md, second run onward
+FLOOR_CODE = """
+from prefect import flow
+from prefect.settings import temporary_settings
+
+@flow(name="floor")
+def smallest(x: int) -> int:
+    return x
+
+with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+    smallest(1)
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,9 +106,15 @@ def run_all(args: argparse.Namespace, work: Path, home: Path) -> dict[str, objec
         "temporary_first_run_s": temporary_first.wall_s, "temporary_first_run_exit": temporary_first.returncode,
     }  # fmt: skip
 
+    from flows.server import find
+
+    server = find(home.resolve())
+    assert server is not None, start.stderr_tail
+    floor_env = c.child_env(prefect_home=home, api_url=server.api_url)
     variants: dict[str, Callable[[], c.Measured]] = {
         "examples/local": run(EXAMPLE, local_env, "--engine", "local"),
         "examples/reused": run(EXAMPLE, local_env),
+        "prefect/floor": lambda: c.measure([py, "-c", FLOOR_CODE], env=floor_env, cwd=work, timeout=args.timeout),
         "200/local": run(big, local_env, "--engine", "local"),
         "200/reused": run(big, local_env),
     }
@@ -152,7 +171,7 @@ def print_report(document: dict[str, object]) -> None:
     rows = []
     for key, figures in variants.items():
         matrix = key.split("/")[0]
-        local = variants.get(f"{matrix}/local")
+        local = variants.get(f"{matrix}/local") or variants["examples/local"]
         wall = figures["wall_s"]["median"]  # type: ignore[index]
         ratio = wall / local["wall_s"]["median"] if local else None  # type: ignore[index]
         runs = len(figures["runs"])  # type: ignore[arg-type]
