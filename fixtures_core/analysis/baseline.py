@@ -36,11 +36,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fixtures_core.analysis.metrics import beyond, regression_percent
+from fixtures_core.analysis.metrics import beyond, regression_failure, regression_percent, regression_points
 from fixtures_core.analysis.passk import SuiteFigures, suite_figures
 from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.results import MetricSummary, RowResult, Status
+from fixtures_core.spec import Threshold
 
 if TYPE_CHECKING:  # rundoc stores a Comparison in the run document, so it imports this module
     from fixtures_core.records.rundoc import RunResult
@@ -394,16 +395,27 @@ def _metric_delta(row: str, name: str, before: MetricSummary | None, after: Metr
         if summary.status not in ("pass", "fail"):
             return _noted(unshown, f"{side} error: {summary.error or summary.status}")
     assert before.value is not None and after.value is not None
-    if before.value == 0:
+    threshold = after.threshold
+    gates = after.gate and after.direction != "none" and threshold.limits_regression
+    points_only = threshold.regression_percent is None and threshold.regression_points is not None
+    if before.value == 0 and not (gates and points_only):
         return _noted(unshown, "baseline value is 0: a relative change is undefined; not compared")
-    delta = (after.value - before.value) / abs(before.value) * 100.0
-    allowed = after.threshold.regression_percent
-    if not after.gate or after.direction == "none" or allowed is None:
+    delta = None if before.value == 0 else (after.value - before.value) / abs(before.value) * 100.0
+    if not gates:
         return MetricDelta(row, name, after.unit, before.value, after.value, delta, False, False, p)
-    worse = regression_percent(after.value, before.value, after.direction)
-    regressed = beyond(worse, allowed)  # the rule finalize applies between rows
-    note = f"{worse:.1f}% worse, allowed {allowed:g}%" if regressed else None
+    # the rules finalize applies between rows
+    percent = None if before.value == 0 else regression_percent(after.value, before.value, after.direction)
+    points = regression_points(after.value, before.value, after.direction)
+    regressed = regression_failure(percent, points, threshold, after.unit) is not None
+    note = _worse_note(percent, points, threshold, after.unit) if regressed else None
     return MetricDelta(row, name, after.unit, before.value, after.value, delta, True, regressed, p, note)
+
+
+def _worse_note(percent: float | None, points: float, threshold: Threshold, unit: str) -> str:
+    allowed = threshold.regression_percent
+    if allowed is not None and percent is not None and beyond(percent, allowed):
+        return f"{percent:.1f}% worse, allowed {allowed:g}%"
+    return f"{points:.4g} {unit} worse, allowed {threshold.regression_points:g} {unit}"
 
 
 def _value(summary: MetricSummary | None) -> float | None:

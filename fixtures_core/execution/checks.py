@@ -57,8 +57,10 @@ def row_programs(row: RowSpec) -> RowPrograms:
     )
 
 
-def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) -> SampleResult:
-    """Turn a finished execution into a sample result."""
+def check_sample(
+    row: RowSpec, index: int, execution: Execution, tmpdir: str, extra: Mapping[str, object] | None = None
+) -> SampleResult:
+    """Turn a finished execution into a sample result; ``extra`` adds CEL variables (an A/B attempt's evidence)."""
     stdout = execution.stdout.decode("utf-8", errors="replace")
     stderr = execution.stderr.decode("utf-8", errors="replace")
     base = dict(
@@ -84,6 +86,7 @@ def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) ->
             **base,  # type: ignore[arg-type]
         )
     context = _context(row, index, stdout, stderr, execution, tmpdir, programs)
+    context.update(extra or {})
     not_json = f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
     if execution.truncated:
         not_json += " (stdout was cut at the capture limit)"

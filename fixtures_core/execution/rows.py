@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
+from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups, execute
 from fixtures_core.parsing.template import render
@@ -24,12 +25,18 @@ from fixtures_core.spec import RowSpec
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What every sample of a run shares."""
+    """What every sample of a run shares.
+
+    evidence_dir: the run's folder, where A/B attempts keep their evidence.
+    dry_run:      attempts prepare, set up and verify, but never start the command.
+    """
 
     run_id: str
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     tmp_root: str | None = None
     keep_tmp: bool = False
+    evidence_dir: str | None = None
+    dry_run: bool = False
 
 
 SampleRunner = Callable[[RowSpec, int, float], SampleResult]
@@ -44,6 +51,8 @@ def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings,
         env = dict(os.environ)
         env.update({key: render(value, values) for key, value in row.env.items()})
         env.update(ASSAY_RUN_ID=settings.run_id, ASSAY_ROW=row.name, ASSAY_SAMPLE=str(index), ASSAY_TMPDIR=tmpdir)
+        if needs_attempt(row, settings.dry_run):
+            return run_attempt(row, index, deadline, values, env, tmpdir, settings, groups)
         cwd = os.path.expanduser(os.path.expandvars(render(row.cwd, values))) if row.cwd else None
         execution = execute(
             [render(arg, values) for arg in row.argv],

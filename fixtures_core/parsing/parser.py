@@ -34,11 +34,13 @@ from fixtures_core.parsing.config import (
     read_timeout,
     reject_near_misses,
 )
+from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.spec import DEFAULT_TIMEOUT_S, Expectation, FixtureFile, MetricSpec, PropertyValue, RowSpec
+from fixtures_core.suite import SuiteSpec
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate",
+    "skip", "os", "arch", "codeBlocks", "indeterminate", *SUITE_KEYS,
 )  # fmt: skip
 BLOCK_KEYS = (
     "exitCode", "cwd", "env", "timeout", "repeat", "metrics", "measurements",
@@ -91,6 +93,7 @@ class _Defaults:
     indeterminate: str | None = None
     code_blocks: tuple[str, ...] = ("bash",)
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    suite: SuiteSpec | None = None
 
 
 def fixture_identity(path: Path) -> str:
@@ -131,6 +134,7 @@ def parse_text(text: str, path: str, identity: str | None = None) -> tuple[RowSp
     """Parse fixture Markdown into rows, in file order; ``identity`` names the file in results."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
     defaults, body_start = _read_frontmatter(lines, path)
+    variants = _arm_variants(defaults)
     body = "\n".join(lines[body_start:])
     tokens = _MARKDOWN.parse(body)
     rows: list[RowSpec] = []
@@ -139,18 +143,37 @@ def parse_text(text: str, path: str, identity: str | None = None) -> tuple[RowSp
         token = tokens[index]
         if token.type == "table_open":
             end = _closing(tokens, index, "table_close")
-            rows.extend(_table_rows(tokens[index:end], lines, body_start, defaults, path))
+            for variant in variants:
+                rows.extend(_table_rows(tokens[index:end], lines, body_start, variant, path))
             index = end
         elif token.type == "heading_open" and _block_name(tokens[index + 1]) is not None:
             end = _block_end(tokens, index + 3)
-            rows.append(_block_row(tokens[index:end], body_start, defaults, path))
+            rows.extend(_block_row(tokens[index:end], body_start, variant, path) for variant in variants)
             index += 3  # tables inside the block are still fixture tables: keep scanning its tokens
         else:
             if token.type in ("paragraph_open", "heading_open"):
                 _reject_broken_table(token, lines, body_start, path)
             index += 1
     folder = str(Path(path).resolve().parent)
+    rows = list(finish_rows(rows, defaults.suite))
     return tuple(replace(row, source_dir=folder, fixture_id=identity or path) for row in rows)
+
+
+def _arm_variants(defaults: _Defaults) -> list[_Defaults]:
+    """The defaults of each arm of an A/B suite: an arm acts as the frontmatter of its copy of every row."""
+    arms = defaults.suite.arms if defaults.suite is not None else ()
+    if not arms:
+        return [defaults]
+    return [
+        replace(
+            defaults,
+            exec=arm.exec if arm.exec is not None else defaults.exec,
+            args=arm.args if arm.args is not None else defaults.args,
+            env={**defaults.env, **arm.env},
+            properties={**defaults.properties, **arm.properties, ARM_PROPERTY: arm.name},
+        )
+        for arm in arms
+    ]
 
 
 # --- frontmatter ---------------------------------------------------------------
@@ -188,6 +211,7 @@ def _defaults_from(
         else ("bash",),
         properties={k: v for k, v in data.items() if k not in FRONTMATTER_KEYS},
         skip=read_skip(data.get("skip")) or _platform_skip(data, at),
+        suite=read_suite(data, key_lines, item_lines, path),
     )
     return _apply_common(defaults, data, key_lines, item_lines, path)
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
+from fixtures_core.parsing.suite import template_names, validate_suites
 from fixtures_core.parsing.template import SAMPLE_NAMES, TemplateError, check_names
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
 
@@ -24,6 +25,7 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     for row in matrix.rows:
         errors.extend(_row_errors(row))
         errors.extend(_baseline_errors(row, rows_by_name))
+    errors.extend(validate_suites(matrix))
     return _unique(errors)
 
 
@@ -44,7 +46,7 @@ def _duplicate_names(rows: Iterable[RowSpec]) -> list[FixtureError]:
 
 def _row_errors(row: RowSpec) -> list[FixtureError]:
     errors = []
-    known = [*row.properties, *TEMPLATE_NAMES]
+    known = [*row.properties, *TEMPLATE_NAMES, *template_names(row)]
     templated = [("command", arg) for arg in row.argv] + [(f"env.{k}", v) for k, v in row.env.items()]
     if row.cwd:
         templated.append(("cwd", row.cwd))
