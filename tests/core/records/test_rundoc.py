@@ -13,6 +13,7 @@ from fixtures_core.errors import BaselineError
 from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from_document, load_run, to_document
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
+from tests.suites import EXAMPLE_SUITE, run_in_process
 
 
 def small_run() -> RunResult:
@@ -116,3 +117,14 @@ def test_scalars_of_the_right_type_decode(value: object, hint: type) -> None:
 def test_object_and_any_pass_anything_through(value: object) -> None:
     assert _decode(value, object) is value
     assert _decode(value, Any) is value
+
+
+def test_an_ab_suite_run_round_trips(tmp_path: Path) -> None:
+    run = run_in_process(EXAMPLE_SUITE, tmp_path)
+    assert run.suites and run.suites[0].cases[0].judgments
+
+    assert load_run(Store(tmp_path).run_file(run.run_id)) == run
+    document = to_document(run)
+    assert list(document)[-2:] == ["summary", "suites"]
+    case = document["suites"][0]["cases"][0]
+    assert set(case["arms"]["careful"]) >= {"row", "status", "score", "axes", "verify_score"}
