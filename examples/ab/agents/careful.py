@@ -16,12 +16,17 @@ def edit(path, old, new):
 
 
 def loud_flag():
-    edit("cli.py", '    hello.add_argument("--name", default="world")\n',
-         '    hello.add_argument("--name", default="world")\n'
-         '    hello.add_argument("--loud", action="store_true", help="shout the greeting")\n')
-    edit("cli.py", "        print(greet(args.name))\n",
-         "        text = greet(args.name)\n"
-         "        print(text.upper().rstrip(\"!\") + \"!!\" if args.loud else text)\n")
+    edit(
+        "cli.py",
+        '    hello.add_argument("--name", default="world")\n',
+        '    hello.add_argument("--name", default="world")\n'
+        '    hello.add_argument("--loud", action="store_true", help="shout the greeting")\n',
+    )
+    edit(
+        "cli.py",
+        "        print(greet(args.name))\n",
+        '        text = greet(args.name)\n        print(text.upper().rstrip("!") + "!!" if args.loud else text)\n',
+    )
     Path("tests/test_loud.py").write_text(
         "import subprocess\nimport sys\nimport unittest\n\n\n"
         "class LoudTest(unittest.TestCase):\n"
@@ -33,10 +38,13 @@ def loud_flag():
 
 
 def config_comments():
-    edit("config.py", """        for line in handle:
+    edit(
+        "config.py",
+        """        for line in handle:
             key, value = line.strip().split("=", 1)
             settings[key.strip()] = value.strip()
-""", """        for number, line in enumerate(handle, start=1):
+""",
+        """        for number, line in enumerate(handle, start=1):
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
@@ -44,7 +52,8 @@ def config_comments():
                 raise ValueError(f"{path}:{number}: expected KEY=VALUE, got {text!r}")
             key, value = text.split("=", 1)
             settings[key.strip()] = value.strip()
-""")
+""",
+    )
     Path("tests/test_comments.py").write_text(
         "import os\nimport tempfile\nimport unittest\n\nfrom config import load\n\n\n"
         "class CommentsTest(unittest.TestCase):\n"
@@ -58,8 +67,11 @@ def config_comments():
 
 
 def docstring():
-    edit("greet.py", '    return f"Hello, {name}!"\n',
-         '    """The greeting for ``name``: ``Hello, NAME!``."""\n    return f"Hello, {name}!"\n')
+    edit(
+        "greet.py",
+        '    return f"Hello, {name}!"\n',
+        '    """The greeting for ``name``: ``Hello, NAME!``."""\n    return f"Hello, {name}!"\n',
+    )
 
 
 if __name__ == "__main__":

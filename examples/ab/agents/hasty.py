@@ -16,18 +16,27 @@ def edit(path, old, new):
 
 def loud_flag():
     # Shouts, but forgets the "!!" and adds no test.
-    edit("cli.py", '    hello.add_argument("--name", default="world")\n',
-         '    hello.add_argument("--name", default="world")\n    hello.add_argument("--loud", action="store_true")\n')
-    edit("cli.py", "        print(greet(args.name))\n",
-         "        print(greet(args.name).upper() if args.loud else greet(args.name))\n")
+    edit(
+        "cli.py",
+        '    hello.add_argument("--name", default="world")\n',
+        '    hello.add_argument("--name", default="world")\n    hello.add_argument("--loud", action="store_true")\n',
+    )
+    edit(
+        "cli.py",
+        "        print(greet(args.name))\n",
+        "        print(greet(args.name).upper() if args.loud else greet(args.name))\n",
+    )
 
 
 def config_comments():
     # Skips comments and blank lines, but hides every malformed line behind a silent catch.
-    edit("config.py", """        for line in handle:
+    edit(
+        "config.py",
+        """        for line in handle:
             key, value = line.strip().split("=", 1)
             settings[key.strip()] = value.strip()
-""", """        for line in handle:
+""",
+        """        for line in handle:
             if line.startswith("#"):
                 continue
             try:
@@ -35,12 +44,16 @@ def config_comments():
             except ValueError:
                 continue
             settings[key.strip()] = value.strip()
-""")
+""",
+    )
 
 
 def docstring():
-    edit("greet.py", '    return f"Hello, {name}!"\n',
-         '    """The greeting for ``name``: ``Hello, NAME!``."""\n    return f"Hello, {name}!"\n')
+    edit(
+        "greet.py",
+        '    return f"Hello, {name}!"\n',
+        '    """The greeting for ``name``: ``Hello, NAME!``."""\n    return f"Hello, {name}!"\n',
+    )
 
 
 if __name__ == "__main__":

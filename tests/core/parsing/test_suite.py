@@ -217,3 +217,15 @@ def test_with_judge_replaces_every_suite_judge(tmp_path: Path) -> None:
     plain = Matrix(files=(parse_file(write(tmp_path, "| Name | Command |\n|---|---|\n| a | true |\n", "p.md")),))
     with pytest.raises(UsageError, match="--judge: no A/B suite"):
         with_judge(plain, "j")
+
+
+def test_the_seeds_ship_gates_in_readme_are_valid(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    start = readme.index("gates:\n  - name: no variant disqualifier")
+    gates = readme[start : readme.index("```", start)]
+    text = f"---\nexec: x\narms: {{variant: {{}}, bare: {{}}}}\n{gates}---\n| Name |\n|---|\n| F9-e2e |\n"
+
+    rows = parse_file(write(tmp_path, text)).rows
+
+    assert rows[0].ab is not None
+    assert [g.severity for g in rows[0].ab.suite.gates] == ["hard", "hard", "hard", "hard", "soft"]

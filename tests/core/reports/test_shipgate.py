@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -10,7 +11,7 @@ from rich.console import Console
 from fixtures_core.records.store import Store
 from fixtures_core.reports import terminal
 from fixtures_core.reports.shipgate import markdown_report, points, text_lines, verdict_text
-from tests.suites import EXAMPLE_SUITE, run_in_process
+from tests.suites import EXAMPLE_SUITE, REPO, run_in_process
 
 
 def test_points_read_like_the_seed() -> None:
@@ -62,3 +63,18 @@ def test_the_terminal_report_ends_with_the_ship_gate_then_the_run_verdict(tmp_pa
     assert "Dry run: workspaces prepared, setup and verification ran; no arm ran, nothing was judged." in text
     assert "loud-flag        verify 67%  verify 67%       -  READY" in text
     assert text.index("SHIP-GATE VERDICT: DRY RUN PASS") < text.index("PASS  6 passed")
+
+
+def test_readme_shows_the_example_suites_real_report(tmp_path: Path) -> None:
+    run = run_in_process(EXAMPLE_SUITE, tmp_path)
+    (suite,) = run.suites
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("A/B suite examples/ab/suite.md\n")
+    shown = readme[start : readme.index("SHIP-GATE VERDICT", start)].splitlines()
+
+    actual = text_lines(suite)
+
+    assert suite.judge is not None
+    assert [re.sub(r"seed \d+", "seed N", line) for line in shown] == [
+        re.sub(r"seed \d+", "seed N", line) for line in actual
+    ]
