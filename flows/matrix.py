@@ -30,6 +30,7 @@ from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import terminal  # noqa: E402
+from fixtures_core.reports.shipgate import markdown_report  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runner import (  # noqa: E402
     Baseline,
@@ -101,6 +102,8 @@ def finalize_task(
     """Metrics, comparisons, verdict; the run document and the UI artifacts."""
     run = complete(recorder, options, rows, error, baseline, process_groups(recorder.run_id))
     create_markdown_artifact(key="assay-report", markdown=terminal.markdown(run), description="assay run report")
+    if run.suites:
+        create_markdown_artifact(key="assay-ship-gate", markdown=markdown_report(run), description="A/B ship gate")
     create_table_artifact(
         key="assay-rows",
         table=[

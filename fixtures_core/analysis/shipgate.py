@@ -215,8 +215,8 @@ def suite_outcome(
         _case(case, found, results, [j for j in judgments if j.case == case], pair, previous.get(case), dry_run)
         for case, found in by_case.items()
     )
-    averages = {arm: value for arm in arms if (value := _mean([c.arms[arm].score for c in cases if arm in c.arms]))
-                is not None}  # fmt: skip
+    scores = {arm: _mean([c.arms[arm].score for c in cases if arm in c.arms]) for arm in arms}
+    averages = {arm: score for arm, score in scores.items() if score is not None}
     margin = _mean([c.margin for c in cases])
     outcome = SuiteOutcome(
         file=members[0].fixture_id or members[0].file if members else suite.file,
@@ -230,9 +230,12 @@ def suite_outcome(
         baseline=baseline_name if baseline is not None else None,
         dry_run=dry_run,
     )
-    gates = tuple(_gate(g.name, g.cel, g.severity, outcome) if not dry_run else
-                  GateResult(g.name, g.cel, g.severity, "not_evaluated", "dry run: nothing was scored")
-                  for g in suite.gates)  # fmt: skip
+    gates = tuple(
+        GateResult(g.name, g.cel, g.severity, "not_evaluated", "dry run: nothing was scored")
+        if dry_run
+        else _gate(g.name, g.cel, g.severity, outcome)
+        for g in suite.gates
+    )
     warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
     warnings += [f"soft gate '{g.name}' failed" for g in gates if g.severity == "soft" and g.status == "fail"]
     warnings += [

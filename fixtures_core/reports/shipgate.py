@@ -107,6 +107,11 @@ def problem_lines(suite: SuiteOutcome) -> list[str]:
     """Errors of cases, then warnings."""
     lines = [f"ERR {case.name}: {case.error}" for case in suite.cases if case.status == "ERR" and case.error]
     lines += [f"WARNING: {warning}" for warning in suite.warnings]
+    failed = [o.row for case in suite.cases if case.status != "ERR" for o in case.arms.values() if o.status == "FAIL"]
+    if failed:
+        lines.append(
+            f"Arm rows that failed their own checks (evidence for the gates, not the verdict): {', '.join(failed)}"
+        )
     return lines
 
 

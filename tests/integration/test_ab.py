@@ -74,8 +74,21 @@ def test_the_example_suite_gives_the_same_verdicts_on_both_engines(tmp_path: Pat
     assert [(r.name, r.status) for r in prefect_run.rows] == [(r.name, r.status) for r in local_run.rows]
     assert_evidence(prefect_run, tmp_path / "prefect")
     assert_evidence(local_run, tmp_path / "local")
+    assert ship_gate_artifact() == (tmp_path / "prefect" / "runs" / "ab-prefect" / "report.md").read_text()
     hasty = next(r for r in local_run.rows if r.name == "config-comments/hasty")
     assert hasty.samples[0].attempt is not None and hasty.samples[0].attempt.disqualified  # it swallowed an error
+
+
+def ship_gate_artifact() -> str:
+    """The newest ship-gate Markdown artifact, as the Prefect API serves it to the UI."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["assay-ship-gate"])))
+    assert found, "no ship-gate artifact"
+    newest = max(found, key=lambda artifact: artifact.created or 0)
+    return str(newest.data)
 
 
 FRESH = """
@@ -185,10 +198,11 @@ class Project:
 def test_a_passing_suite_prints_the_ship_gate_table_and_exits_zero(tmp_path: Path) -> None:
     project = Project(tmp_path)
 
-    code, stdout, _ = project.run()
+    code, stdout, _ = project.run("--group-by", "arm")
 
     assert code == 0, stdout
     lines = stdout.splitlines()
+    assert "  arm=variant: pass@k 1 (rows 3/3), pass^k 1 (rows 3/3)" in lines  # pass@k per arm
     assert any(line.split() == ["F1", "95", "80", "+15", "PASS"] for line in lines)
     assert any(line.split() == ["F8", "78", "79", "-1", "EXPECTED", "(known-limit)"] for line in lines)
     assert "Regression vs shipped:       n/a (first run)" in lines
