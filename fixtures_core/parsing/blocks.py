@@ -9,10 +9,13 @@ the frontmatter ``exec`` when there is one (Gavel applies it to blocks too).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from fixtures_core.cel import compile_expression
+from fixtures_core.errors import CelError
 from fixtures_core.parsing.config import Where, read_exit_code, read_string, reject_near_misses
 from fixtures_core.parsing.settings import Settings, apply_common
 from fixtures_core.parsing.tables import cell_text, shell_wrapped
@@ -77,15 +80,6 @@ def block_row(block: Block, settings: Settings, load_yaml: YamlLoader, path: str
         FixtureWarning(path, f.line, "yaml fence is ignored: a later yaml fence configures the block")
         for f in block.configs[:-1]
     ]
-    if not block.scripts:
-        allowed = ", ".join(settings.code_blocks)
-        raise where.error("command", f"command block '{block.name}' has no script fence (allowed languages: {allowed})")
-    script = block.scripts[-1]
-    if len(script.info.split()) > 1:
-        warnings.append(
-            FixtureWarning(path, script.line, f"fence attributes '{' '.join(script.info.split()[1:])}' are ignored "
-                           "(as in Gavel): set exitCode or timeout in the block's yaml")
-        )  # fmt: skip
     config: Mapping[str, object] = {}
     key_lines: dict[str, int] = {}
     if block.configs:
@@ -96,6 +90,16 @@ def block_row(block: Block, settings: Settings, load_yaml: YamlLoader, path: str
         settings = replace(settings, properties={**settings.properties, **_block_properties(config)})
         if "terminal" in config:
             warnings.append(FixtureWarning(path, key_lines["terminal"], "terminal is ignored: no pseudo-terminal"))
+
+    if not block.scripts:
+        allowed = ", ".join(settings.code_blocks)
+        raise where.error("command", f"command block '{block.name}' has no script fence (allowed languages: {allowed})")
+    script = block.scripts[-1]
+    if len(script.info.split()) > 1:
+        warnings.append(
+            FixtureWarning(path, script.line, f"fence attributes '{' '.join(script.info.split()[1:])}' are ignored "
+                           "(as in Gavel): set exitCode or timeout in the block's yaml")
+        )  # fmt: skip
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, block.line))
@@ -148,8 +152,8 @@ def _block_properties(config: Mapping[str, object]) -> dict[str, PropertyValue]:
 
 
 def is_validation_list(text: str) -> bool:
-    """Gavel's test: a list is read for validations when it mentions one (else it is prose)."""
-    return "validation" in text.lower() or any(f"{kind}:" in text for kind in ("cel", "regex", "contains"))
+    """Gavel's test (plus ``not:``): a list is read for validations when it mentions one (else it is prose)."""
+    return "validation" in text.lower() or any(f"{kind}:" in text for kind in VALIDATION_KINDS)
 
 
 def _validation(text: str, where: Where) -> str | None:
@@ -160,6 +164,7 @@ def _validation(text: str, where: Where) -> str | None:
     if not colon:
         return None
     if kind not in VALIDATION_KINDS:
+        _require_cel_syntax(stripped, where)
         return stripped
     value = cell_text(value)
     if not value:
@@ -173,6 +178,18 @@ def _validation(text: str, where: Where) -> str | None:
     inner_kind = value.partition(":")[0].strip().lower()
     inner = _validation(value, where) if inner_kind in VALIDATION_KINDS else value
     return f"!({inner})"
+
+
+def _require_cel_syntax(text: str, where: Where) -> None:
+    """A bullet of another kind is CEL to Gavel; prose such as ``Note: x`` is then an error here, at its line."""
+    try:
+        compile_expression(text, re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))  # every name declared: syntax only
+    except CelError as exc:
+        raise where.error(
+            "validation",
+            f"bullet {text!r} is not cel:, contains:, regex: or not:, and Gavel reads it as CEL, "
+            f"which it is not ({exc.message}): make it prose without a colon, or a validation",
+        ) from None
 
 
 def _cel_string(text: str) -> str:

@@ -102,10 +102,10 @@ def parse_document(
     folder = str(Path(path).resolve().parent)
     rows = [
         replace(expanded, source_dir=folder, fixture_id=identity or path)
-        for row in reader.rows
+        for row in sorted(reader.rows, key=lambda r: r.line)  # a block ends after the tables inside it
         for expanded in resolve_golden(row, folder)
     ]
-    return tuple(rows), tuple(warnings + reader.warnings)
+    return tuple(rows), tuple(sorted(warnings + reader.warnings, key=lambda w: w.line))
 
 
 class _Reader:
