@@ -173,15 +173,17 @@ def _context(
     declared = declarable_properties(cel_names(row))
     values = names if names is not None else row.properties
     context: dict[str, object] = {name: value for name, value in values.items() if name in declared}
-    context.update({
-        "stdout": stdout,
-        "output": stdout,
-        "stderr": stderr,
-        "exitCode": execution.exit_code if execution.exit_code is not None else -1,
-        "duration_ms": execution.duration_ms,
-        "sample": index,
-        "properties": dict(row.properties),
-    })
+    context.update(
+        {
+            "stdout": stdout,
+            "output": stdout,
+            "stderr": stderr,
+            "exitCode": execution.exit_code if execution.exit_code is not None else -1,
+            "duration_ms": execution.duration_ms,
+            "sample": index,
+            "properties": dict(row.properties),
+        }
+    )
     if programs.uses_ansi:
         context["ansi"] = ansi_facts(stdout, stderr)
     if programs.uses_json:

@@ -69,7 +69,9 @@ class Block:
     validations: list[tuple[str, int]] = field(default_factory=list)
 
 
-def block_row(block: Block, settings: Settings, load_yaml: YamlLoader, path: str) -> tuple[RowSpec, list[FixtureWarning]]:
+def block_row(
+    block: Block, settings: Settings, load_yaml: YamlLoader, path: str
+) -> tuple[RowSpec, list[FixtureWarning]]:
     """The row of a finished block, and what in it does not run."""
     where = Where(path, block.line)
     warnings = [
@@ -108,7 +110,9 @@ def block_row(block: Block, settings: Settings, load_yaml: YamlLoader, path: str
     for text, line in block.validations:
         validation = _validation(text, Where(path, line))
         if validation is None:
-            warnings.append(FixtureWarning(path, line, f"bullet {text.strip()!r} is not a validation (no 'kind:'): ignored"))
+            warnings.append(
+                FixtureWarning(path, line, f"bullet {text.strip()!r} is not a validation (no 'kind:'): ignored")
+            )
         else:
             kept.append(validation)
     cel = " && ".join(f"({v})" for v in kept) if len(kept) > 1 else next(iter(kept), None)
@@ -195,4 +199,3 @@ def _require_cel_syntax(text: str, where: Where) -> None:
 def _cel_string(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"'
-

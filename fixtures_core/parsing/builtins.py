@@ -64,13 +64,14 @@ def _enclosing(folder: str, marker: str) -> str:
             return str(candidate)
     return ""
 
+
 # Names Gavel documents that assay cannot provide, with why (shown when a template uses one).
 UNSUPPORTED_NAMES = {
     "port": "Gavel's frontmatter daemon: sets it, and assay does not run daemons",
     "executablePath": "it is the path of the gavel binary",
     "query": "Gavel's Query column (AST queries) is not supported",
     **{
-        name: "it is set only on rows expanded from an @glob Stdout/Stderr cell (Gavel's frontmatter files: is not supported)"
+        name: "only rows expanded from an @glob Stdout/Stderr cell have it (frontmatter files: is not supported)"
         for name in ("file", "filename", "dir", "absfile", "absdir", "basename", "ext")
     },
 }

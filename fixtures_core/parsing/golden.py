@@ -63,7 +63,8 @@ def _read_references(row: RowSpec, source_dir: str, match: str | None) -> RowSpe
             expect = replace(expect, **{stream: value[1:]})
         elif value.startswith("@"):
             target = match if match is not None and _is_glob(value) else os.path.join(source_dir, value[1:])
-            expect = replace(expect, **{stream: _read(target, value, row, field), f"{stream}_file": target})
+            changes = {stream: _read(target, value, row, field), f"{stream}_file": target}
+            expect = replace(expect, **changes)  # type: ignore[arg-type]
     return replace(row, expect=expect)
 
 

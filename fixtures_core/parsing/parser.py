@@ -184,7 +184,9 @@ class _Reader:
         line = self._line(tokens[index])
         if not is_validation_list(" ".join(text for text, _ in items)):
             if self.block is not None and not self.block.standalone:
-                self._warn(line, f"list holds no validation (cel:, contains:, regex:, not:): ignored in '{self.block.name}'")
+                self._warn(
+                    line, f"list holds no validation (cel:, contains:, regex:, not:): ignored in '{self.block.name}'"
+                )
             return
         if self.block is None:
             self._warn(line, "validation list outside a command block: ignored")

@@ -52,7 +52,11 @@ class Settings:
 
 
 def apply_common(
-    base: Settings, data: Mapping[str, object], key_lines: Mapping[str, int], item_lines: Mapping[str, list[int]], path: str
+    base: Settings,
+    data: Mapping[str, object],
+    key_lines: Mapping[str, int],
+    item_lines: Mapping[str, list[int]],
+    path: str,
 ) -> Settings:
     """Keys shared by frontmatter and block yaml: env, cwd, timeout, repeat, metrics, skip, os, arch, indeterminate."""
 

@@ -113,9 +113,10 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings:
     if "skip" in known:
         skip, skip_command = read_skip(known["skip"])
         row_settings = replace(row_settings, skip=skip, skip_command=skip_command)
-    for key in ("os", "arch"):
-        if key in known:
-            row_settings = replace(row_settings, **{key: (known[key],)})
+    if "os" in known:
+        row_settings = replace(row_settings, os=(known["os"],))
+    if "arch" in known:
+        row_settings = replace(row_settings, arch=(known["arch"],))
     own_args = tuple(split_args(known["args"], where)) if "args" in known else None
     return RowSpec(
         file=path,
@@ -237,4 +238,3 @@ def reject_broken_table(token: Token, lines: list[str], offset: int, path: str) 
                 f"table header has {len(titles)} cells but the delimiter row below it has "
                 f"{len(split_raw_row(delimiter))}: the table is not read until they match",
             )
-

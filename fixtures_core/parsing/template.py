@@ -152,7 +152,9 @@ def _pipeline(action: str) -> list[list[_Operand]]:
         elif kind == "field":
             stages[-1].append(_Operand("field", tuple(token.split(".")[1:])))
         elif kind == "string":
-            stages[-1].append(_Operand("literal", re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), token[1:-1])))
+            stages[-1].append(
+                _Operand("literal", re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), token[1:-1]))
+            )
         elif kind == "raw":
             stages[-1].append(_Operand("literal", token[1:-1]))
         elif kind == "number":

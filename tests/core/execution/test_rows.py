@@ -436,7 +436,9 @@ def test_missing_cwd_fails_the_sample_without_running(tmp_path: Path, settings: 
 def test_cwd_expands_variables_from_the_sample_environment(tmp_path: Path, settings: RunSettings) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "fixtures").mkdir()
-    row = replace(shell_row(tmp_path / "fixtures", "pwd", cwd="$GIT_ROOT_DIR"), file=str(tmp_path / "fixtures" / "f.md"))
+    row = replace(
+        shell_row(tmp_path / "fixtures", "pwd", cwd="$GIT_ROOT_DIR"), file=str(tmp_path / "fixtures" / "f.md")
+    )
     sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
     assert sample.stdout.strip() == str(tmp_path.resolve())
 
@@ -466,7 +468,9 @@ def test_ansi_facts_are_in_cel(tmp_path: Path, settings: RunSettings) -> None:
 
 
 @pytest.mark.parametrize(("command", "status"), [("test -d /", "SKIP"), ("test -d /no/such/dir", "PASS")])
-def test_skip_command_skips_when_it_exits_zero(tmp_path: Path, settings: RunSettings, command: str, status: str) -> None:
+def test_skip_command_skips_when_it_exits_zero(
+    tmp_path: Path, settings: RunSettings, command: str, status: str
+) -> None:
     row = shell_row(tmp_path, "echo ran", skip_command=command)
     assert run_row(row, settings, ProcessGroups()).status == status
 

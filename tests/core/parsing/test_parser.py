@@ -18,7 +18,6 @@ from fixtures_core.parsing.builtins import go_os
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.spec import DEFAULT_TIMEOUT_S, RowSpec
 
-
 GOOS = go_os()
 
 
@@ -338,7 +337,7 @@ def test_template_action_alone_does_not_make_exec_a_command_line(tmp_path: Path)
         ("CWD", "/tmp", "cwd", "/tmp"),
         ("Timeout", "45s", "timeout_s", 45.0),
         ("REPEAT", "3", "repeat", 3),
-        ("Skip", "test -n \"$CI\"", "skip_command", 'test -n "$CI"'),
+        ("Skip", 'test -n "$CI"', "skip_command", 'test -n "$CI"'),
         ("skip", "true", "skip", "skip: true"),
         ("Skip", "false", "skip", None),
         ("Working Directory", "sub", "cwd", "sub"),
