@@ -924,8 +924,16 @@ def test_unknown_interpreter_is_an_error(tmp_path: Path) -> None:
 
 
 def test_other_bullet_with_a_colon_is_cel_as_in_gavel(tmp_path: Path) -> None:
-    (row,) = parse(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- has: x\n")
-    assert row.expect.cel == "(true) && (has: x)"  # validate then reports that it does not compile
+    (row,) = parse(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- exitCode == 0 ? true : false\n")
+    assert row.expect.cel == "(true) && (exitCode == 0 ? true : false)"
+
+
+def test_prose_bullet_with_a_colon_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path, error = parse_error(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- Note: it echoes\n")
+    assert str(error).startswith(
+        f"{path}:8: validation: bullet 'Note: it echoes' is not cel:, contains:, regex: or not:, "
+        "and Gavel reads it as CEL, which it is not ("
+    )
 
 
 @pytest.mark.parametrize("bullet", ["cel:", "contains:   "])
