@@ -108,8 +108,10 @@ def run_status(specs: Sequence[RowSpec], finished: Sequence[RowResult], suites: 
     """ERR > FAIL > PASS over the rows and the suites' ship gates; an arm row's FAIL is evidence
     for its suite's gates, not a failure of the run (a worse arm is what a suite measures)."""
     arm_rows = {spec.id for spec in specs if spec.ab is not None and spec.ab.arm is not None}
-    counted = [row.status for row in finished if row.id not in arm_rows or row.status != "FAIL"]
-    return worst(*counted, *(suite.verdict for suite in suites))
+    counted = [
+        row.status for row in finished if row.status != "SKIP" and (row.id not in arm_rows or row.status != "FAIL")
+    ]
+    return worst("PASS", *counted, *(suite.verdict for suite in suites))
 
 
 def write_report(run_dir: Path, run: RunResult) -> None:

@@ -67,11 +67,15 @@ def run_attempt(
     deadline: float,
     values: dict[str, object],
     env: dict[str, str],
+    cwd: str,
     tmpdir: str,
     settings: RunSettings,
     groups: ProcessGroups,
 ) -> SampleResult:
-    """Run sample ``index`` of ``row`` as an attempt; its evidence lands under the run folder."""
+    """Run sample ``index`` of ``row`` as an attempt; its evidence lands under the run folder.
+
+    The command runs in the workspace (a row's ``cwd`` is relative to it), else in ``cwd``.
+    """
     relative = attempt_folder(row, index)
     evidence = Path(settings.evidence_dir or tempfile.mkdtemp(prefix="assay-evidence-")) / relative
     evidence.mkdir(parents=True, exist_ok=True)
@@ -80,9 +84,10 @@ def run_attempt(
     timing: dict[str, float] = {}
     try:
         workspace = _prepare(row, scratch, deadline, values, env, groups, evidence, timing)
+        if workspace is not None:
+            cwd = os.path.normpath(workspace.path / render(row.cwd, values)) if row.cwd else str(workspace.path)
+            values.update(CWD=cwd, workDir=cwd)
         argv = [render(arg, values) for arg in row.argv]
-        cwd = os.path.expanduser(os.path.expandvars(render(row.cwd, values))) if row.cwd else None
-        cwd = cwd or (str(workspace.path) if workspace is not None else None)
         _write_json(evidence / "command.json", {"argv": argv, "cwd": cwd, "env": {k: env[k] for k in row.env}})
         if settings.dry_run:
             execution = Execution(None, b"", b"", 0.0)
@@ -95,12 +100,12 @@ def run_attempt(
         (evidence / "stdout.txt").write_bytes(execution.stdout)
         (evidence / "stderr.txt").write_bytes(execution.stderr)
         if workspace is None or execution.timed_out or execution.cancelled or execution.error:
-            return _finish(row, index, execution, tmpdir, record, settings.dry_run, evidence, timing)
+            return _finish(row, index, execution, tmpdir, values, record, settings.dry_run, evidence, timing)
         record, stopped = _inspect(row, workspace, values, env, groups, evidence, record, timing)
-        return _finish(row, index, stopped or execution, tmpdir, record, settings.dry_run, evidence, timing)
+        return _finish(row, index, stopped or execution, tmpdir, values, record, settings.dry_run, evidence, timing)
     except WorkspaceError as exc:
         failed = Execution(None, b"", b"", 0.0, error=str(exc))
-        return _finish(row, index, failed, tmpdir, record, settings.dry_run, evidence, timing)
+        return _finish(row, index, failed, tmpdir, values, record, settings.dry_run, evidence, timing)
     finally:
         if not settings.keep_tmp:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -180,6 +185,7 @@ def _finish(
     index: int,
     execution: Execution,
     tmpdir: str,
+    values: dict[str, object],
     record: Attempt,
     dry_run: bool,
     evidence: Path,
@@ -197,7 +203,7 @@ def _finish(
             command=Check("not_evaluated", "dry run: the arm did not run"),
         )
     else:
-        sample = check_sample(row, index, execution, tmpdir, cel_variables(record, evidence))
+        sample = check_sample(row, index, execution, tmpdir, values, cel_variables(record, evidence))
     sample = replace(sample, attempt=record)
     _write_json(evidence / "timing.json", {key: round(value, 3) for key, value in timing.items()})
     _write_json(

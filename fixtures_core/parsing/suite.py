@@ -22,6 +22,7 @@ import yaml
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError, UsageError
+from fixtures_core.parsing.builtins import template_names
 from fixtures_core.parsing.config import (
     Where,
     read_env,
@@ -32,7 +33,7 @@ from fixtures_core.parsing.config import (
     read_timeout,
     reject_near_misses,
 )
-from fixtures_core.parsing.template import SAMPLE_NAMES, TemplateError, check_names, render
+from fixtures_core.parsing.template import TemplateError, check_names, render
 from fixtures_core.spec import Matrix, PropertyValue, RowSpec
 from fixtures_core.suite import (
     GATE_SEVERITIES,
@@ -290,16 +291,22 @@ def finish_rows(rows: Sequence[RowSpec], suite: SuiteSpec | None) -> tuple[RowSp
     if arm_names:
         _check_arm_copies(rows, arm_names)
     overridden = {key for arm in suite.arms for key in arm.properties} | {ARM_PROPERTY}
+    first: dict[tuple[int, str], int] = {}
+    for row in rows:
+        first.setdefault((row.line, row.name), len(first))
     order = {name: index for index, name in enumerate(arm_names)}
-    ordered = sorted(rows, key=lambda r: (r.line, order.get(str(r.properties.get(ARM_PROPERTY)), 0)))
-    return tuple(_finish_row(row, suite, overridden) for row in ordered)
+
+    def position(row: RowSpec) -> tuple[int, int]:
+        return first[(row.line, row.name)], order.get(str(row.properties.get(ARM_PROPERTY)), 0)
+
+    return tuple(_finish_row(row, suite, overridden) for row in sorted(rows, key=position))
 
 
 def _check_arm_copies(rows: Sequence[RowSpec], arm_names: list[str]) -> None:
-    by_line: dict[int, list[RowSpec]] = defaultdict(list)
+    copies_of: dict[tuple[int, str], list[RowSpec]] = defaultdict(list)
     for row in rows:
-        by_line[row.line].append(row)
-    for copies in by_line.values():
+        copies_of[(row.line, row.name)].append(row)
+    for copies in copies_of.values():
         found = sorted(str(r.properties.get(ARM_PROPERTY)) for r in copies)
         if found != sorted(arm_names):
             row = copies[0]
@@ -366,7 +373,7 @@ def missing_tools(tools: Sequence[str]) -> str | None:
 # --- checks before anything runs --------------------------------------------------------
 
 
-def template_names(row: RowSpec) -> tuple[str, ...]:
+def workspace_names(row: RowSpec) -> tuple[str, ...]:
     """Template names a suite adds for its rows: the attempt's workspace folder."""
     return (WORKSPACE_NAME,) if row.ab is not None and row.ab.suite.workspace is not None else ()
 
@@ -403,7 +410,7 @@ def _suite_row_errors(row: RowSpec) -> list[FixtureError]:
     assert row.ab is not None
     suite = row.ab.suite
     errors = []
-    known = [*row.properties, *SAMPLE_NAMES, "sourceDir", *template_names(row)]
+    known = [*template_names(row), *workspace_names(row)]
     templated = [("setup", suite.setup, known)] + [("verify", v.run, known) for v in suite.verify]
     if suite.judge is not None:  # one judge call per case: it sees what the arms share
         shared = [*row.ab.shared, "name", "sourceDir"]
