@@ -18,6 +18,7 @@ from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroup
 from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
+from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
 from fixtures_core.results import RowResult, SampleResult, Status, worst
 from fixtures_core.spec import Matrix, RowSpec
@@ -136,6 +137,11 @@ class Recorder:
         """A row's samples are done; its metrics and comparisons come at finalize."""
         self.store.write_row(self.run_id, self._index[row.id], row)
 
+    def evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
+        path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
+
 
 def interruption(groups: ProcessGroups) -> str | None:
     """The run's error when it was cancelled by a signal, else None."""
@@ -151,7 +157,7 @@ def complete(
 ) -> RunResult:
     """Finalize the rows, build the run document, write it; return it."""
     matrix = recorder.matrix
-    finished = finalize_rows(matrix.rows, rows, options.k)
+    finished = [shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(matrix.rows, rows, options.k)]
     by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
     for row in finished:
         by_file[row.file].append(row)

@@ -18,6 +18,7 @@ from fixtures_core.durations import format_duration
 from fixtures_core.execution.checks import check_sample
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups, execute
 from fixtures_core.parsing.template import render
+from fixtures_core.redaction import redactor
 from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, combine_outcomes, worst
 from fixtures_core.spec import RowSpec
 
@@ -53,7 +54,8 @@ def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings,
             capture_limit=settings.capture_limit,
             groups=groups,
         )
-        return check_sample(row, index, execution, tmpdir)
+        # Checks see the real output; everything kept from here on is masked.
+        return redactor(row.redaction, env).sample(check_sample(row, index, execution, tmpdir))
     finally:
         if not settings.keep_tmp:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -108,6 +110,7 @@ def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
 
 
 def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, error: str | None) -> RowResult:
+    mask = redactor(row.redaction, os.environ)  # the fixture's own text is stored too: mask it alike
     return RowResult(
         id=row.id,
         file=row.fixture_id or row.file,
@@ -115,12 +118,12 @@ def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, err
         line=row.line,
         status=status,
         repeat=row.repeat,
-        command=row.argv,
-        properties=dict(row.properties),
+        command=tuple(mask.text(arg) for arg in row.argv),
+        properties={key: mask.value(value) for key, value in row.properties.items()},
         samples=samples,
         outcomes=Outcomes(
             command=combine_outcomes([s.command.status for s in samples]),
             assertions=combine_outcomes([s.assertions.status for s in samples if s.assertions is not None]),
         ),
-        error=error,
+        error=mask.optional(error),
     )

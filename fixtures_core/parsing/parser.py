@@ -27,6 +27,7 @@ from fixtures_core.parsing.config import (
     read_env,
     read_exit_code,
     read_metrics,
+    read_redaction,
     read_repeat,
     read_skip,
     read_string,
@@ -34,11 +35,19 @@ from fixtures_core.parsing.config import (
     read_timeout,
     reject_near_misses,
 )
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, Expectation, FixtureFile, MetricSpec, PropertyValue, RowSpec
+from fixtures_core.spec import (
+    DEFAULT_TIMEOUT_S,
+    Expectation,
+    FixtureFile,
+    MetricSpec,
+    PropertyValue,
+    Redaction,
+    RowSpec,
+)
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate",
+    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact",
 )  # fmt: skip
 BLOCK_KEYS = (
     "exitCode", "cwd", "env", "timeout", "repeat", "metrics", "measurements",
@@ -91,6 +100,7 @@ class _Defaults:
     indeterminate: str | None = None
     code_blocks: tuple[str, ...] = ("bash",)
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    redaction: Redaction = field(default_factory=Redaction)
 
 
 def fixture_identity(path: Path) -> str:
@@ -150,7 +160,9 @@ def parse_text(text: str, path: str, identity: str | None = None) -> tuple[RowSp
                 _reject_broken_table(token, lines, body_start, path)
             index += 1
     folder = str(Path(path).resolve().parent)
-    return tuple(replace(row, source_dir=folder, fixture_id=identity or path) for row in rows)
+    return tuple(
+        replace(row, source_dir=folder, fixture_id=identity or path, redaction=defaults.redaction) for row in rows
+    )
 
 
 # --- frontmatter ---------------------------------------------------------------
@@ -188,6 +200,9 @@ def _defaults_from(
         else ("bash",),
         properties={k: v for k, v in data.items() if k not in FRONTMATTER_KEYS},
         skip=read_skip(data.get("skip")) or _platform_skip(data, at),
+        redaction=read_redaction(data["redact"], at("redact"), item_lines.get("redact", []))
+        if "redact" in data
+        else Redaction(),
     )
     return _apply_common(defaults, data, key_lines, item_lines, path)
 
