@@ -79,7 +79,7 @@ def run_row(
 ) -> RowResult:
     """Run every sample of ``row`` and combine them into one result."""
     if row.skip:
-        return _result(row, (), "SKIP", None)
+        return _result(row, (), "SKIP", row.skip)  # a SKIP row's error says why it was skipped
     runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, groups))
     deadline = time.monotonic() + row.timeout_s
     samples: list[SampleResult] = []

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -259,12 +259,23 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def write_json_atomic(path: Path, document: object) -> None:
     """Write JSON so that readers see the old file or the new one, never half of one."""
+    write_text_atomic(path, json.dumps(document, indent=1, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (see ``write_atomic``)."""
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1, default=str)
-        handle.write("\n")
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load_run(path: str | Path) -> RunResult:
