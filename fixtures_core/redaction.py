@@ -16,46 +16,82 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from fixtures_core.results import Check, MetricValue, SampleResult
 from fixtures_core.spec import Redaction
 
 MASK = "[REDACTED]"
 
-# Shapes of common credentials: specific prefixes and lengths, so ordinary text is left alone.
-BUILTIN_PATTERNS: Mapping[str, str] = {
-    "OpenAI / Anthropic style key (sk-...)": r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}",
-    "AWS access key id": r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])",
-    "GitHub token": r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
-    "GitLab token": r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}",
-    "Slack token": r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}",
-    "Google API key": r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}",
-    "Hugging Face token": r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}",
-    "Stripe key": r"(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
-    "JSON Web Token": r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    "bearer token": r"(?<=[Bb]earer )[A-Za-z0-9._~+/-]{20,}=*",
-    "private key block": r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\Z)",
+# Shapes of common credentials: specific prefixes and lengths, so ordinary text is left alone. Each
+# has the literals one of which any match contains, so a text without them is not scanned at all.
+BUILTIN_PATTERNS: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "OpenAI / Anthropic style key (sk-...)": (("sk-",), r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}"),
+    "AWS access key id": (("AKIA", "ASIA"), r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    "GitHub token": (
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
+    ),
+    "GitLab token": (("glpat-",), r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}"),
+    "Slack token": (("xox",), r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"),
+    "Google API key": (("AIza",), r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}"),
+    "Hugging Face token": (("hf_",), r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}"),
+    "Stripe key": (("_live_", "_test_"), r"(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    "JSON Web Token": (("eyJ",), r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    "bearer token": (("earer ",), r"(?<=[Bb]earer )[A-Za-z0-9._~+/-]{20,}=*"),
+    "private key block": (
+        ("PRIVATE KEY-----",),
+        r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\Z)",
+    ),
 }
 
-_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
+_SECRET_SUFFIXES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS")
+_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$")
 _SHORTEST_SECRET = 8  # shorter values ("true", "1") would mask ordinary words
 
 
 def secret_values(env: Mapping[str, str]) -> tuple[str, ...]:
     """Values of environment variables named like secrets, longest first (so none masks part of another)."""
-    found = {value for name, value in env.items() if _SECRET_NAME.search(name) and len(value) >= _SHORTEST_SECRET}
+    found = {
+        value
+        for name, value in env.items()
+        if len(value) >= _SHORTEST_SECRET
+        and name.upper().endswith(_SECRET_SUFFIXES)  # cheap test first: runs for every sample
+        and _SECRET_NAME.search(name.upper())
+    }
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 
-class Redactor:
-    """Masks one set of patterns and literal values in text and in results."""
+@dataclass(frozen=True)
+class _Rule:
+    """A pattern, and literals one of which must be in a text for the pattern to match (none: always try)."""
 
-    def __init__(self, pattern: re.Pattern[str] | None) -> None:
-        self._pattern = pattern
+    triggers: tuple[str, ...]
+    pattern: re.Pattern[str]
+
+    def apply(self, text: str) -> str:
+        if self.triggers and not any(t in text for t in self.triggers):
+            return text
+        return self.pattern.sub(MASK, text)
+
+
+class Redactor:
+    """Masks secret literals and patterns in text and in results."""
+
+    def __init__(self, rules: tuple[_Rule, ...] = (), literals: tuple[str, ...] = ()) -> None:
+        self._rules = rules
+        self._literals = literals
+        self._off = not rules and not literals
 
     def text(self, value: str) -> str:
-        return value if self._pattern is None or not value else self._pattern.sub(MASK, value)
+        if self._off or not value:
+            return value
+        for literal in self._literals:
+            if literal in value:
+                value = value.replace(literal, MASK)
+        for rule in self._rules:
+            value = rule.apply(value)
+        return value
 
     def optional(self, value: str | None) -> str | None:
         return None if value is None else self.text(value)
@@ -72,7 +108,7 @@ class Redactor:
 
     def sample(self, sample: SampleResult) -> SampleResult:
         """A sample with its output and every message about it masked."""
-        if self._pattern is None:
+        if self._off:
             return sample
         return replace(
             sample,
@@ -94,14 +130,14 @@ class Redactor:
 def redactor(redaction: Redaction, env: Mapping[str, str]) -> Redactor:
     """The redactor of a fixture file's ``redact:`` setting for a process with environment ``env``."""
     if not redaction.enabled:
-        return Redactor(None)
-    return _compiled(redaction.patterns, secret_values(env))
+        return Redactor()
+    return Redactor(_rules(redaction.patterns), secret_values(env))
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(patterns: tuple[str, ...], literals: tuple[str, ...]) -> Redactor:
-    parts = [*BUILTIN_PATTERNS.values(), *patterns, *(re.escape(v) for v in literals)]
-    return Redactor(re.compile("|".join(f"(?:{p})" for p in parts)))
+def _rules(patterns: tuple[str, ...]) -> tuple[_Rule, ...]:
+    builtin = tuple(_Rule(triggers, re.compile(p)) for triggers, p in BUILTIN_PATTERNS.values())
+    return builtin + tuple(_Rule((), re.compile(p)) for p in patterns)
 
 
 _PROBE = "The quick brown fox, 42 sk-x\n"
