@@ -85,7 +85,7 @@ def _header(run: RunResult) -> str:
         dirty = " (dirty)" if git.get("dirty") else ""
         facts.append(("commit", f"{str(git['commit'])[:12]} {git.get('branch') or ''}{dirty}"))
     facts += [(k, str(env[k])) for k in ("python", "platform") if k in env]
-    facts += [(f"--{k.replace('_', '-')}", str(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
+    facts += [(f"--{k.replace('_', '-')}", _option(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
     parts = [
         f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
         f'<p><span id="verdict" class="badge verdict {run.verdict}">{run.verdict}</span> {escape(counts)}'
@@ -98,6 +98,10 @@ def _header(run: RunResult) -> str:
 
 
 _SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
+
+
+def _option(value: object) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _comparison_verdict(comparison: Comparison | None) -> str:
@@ -222,7 +226,7 @@ def _metric_verdict(metric: MetricSummary) -> str:
     if not metric.gate:
         return "informational"
     if metric.status in ("fail", "error"):
-        return f"{'✗' if metric.status == 'fail' else 'error'}: {metric.error or ''}"
+        return f"{'✗' if metric.status == 'fail' else 'error:'} {metric.error or ''}"
     if metric.status == "not_evaluated":
         return "not evaluated" + (f": {metric.error}" if metric.error else "")
     return "ok"

@@ -10,13 +10,11 @@ import pytest
 
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.errors import BaselineError
-from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from_document, load_run, to_document
 from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
-from fixtures_core.runner import Recorder, RunOptions, complete, plan
+from tests.pipeline import run_fixture
 
 
 def small_run() -> RunResult:
@@ -129,15 +127,7 @@ def test_a_real_run_with_long_output_round_trips_and_keeps_raw_output_apart(tmp_
         "| passes | `python3 -c \"print('p' * 2000)\"` | `true` |\n"
         "| fails | `python3 -c \"import sys; print('f' * 2000); print('e' * 900, file=sys.stderr)\"` | `false` |\n"
     )
-    options = RunOptions(paths=(str(fixture),), out=str(tmp_path / "state"))
-    planned = plan(options)
-    recorder = Recorder(Store(tmp_path / "state"), "run-1", planned.matrix)
-    rows = []
-    for spec in planned.matrix.rows:
-        row = run_row(spec, RunSettings(run_id="run-1"), ProcessGroups(), on_sample=recorder.on_sample)
-        recorder.on_row(row)
-        rows.append(row)
-    run = complete(recorder, options, rows)
+    run = run_fixture(fixture, tmp_path / "state", run_id="run-1")
 
     assert load_run(Store(tmp_path / "state").run_file("run-1")) == run
     passes, fails = run.rows
@@ -162,3 +152,12 @@ def test_an_older_document_with_raw_output_loads_in_the_current_form(tmp_path: P
     assert (passed.stdout, passed.excerpted) == ("", True)
     assert (failed.stdout, failed.stderr, failed.excerpted) == ("x" * EXCERPT_CHARS, "short\n", True)
     assert from_document(to_document(loaded)) == loaded  # upgrading is done once: the result is current
+
+
+def test_blessing_an_older_run_writes_it_in_the_current_form(tmp_path: Path) -> None:
+    older = to_document(small_run())
+    older["fixtures"][0]["rows"][0]["samples"][0]["stdout"] = "a raw answer\n"
+    store = Store(tmp_path / ".assay")
+    blessed = store.bless(str(write(tmp_path, older)), "shipped")
+    sample = json.loads(blessed.read_text())["fixtures"][0]["rows"][0]["samples"][0]
+    assert (sample["stdout"], sample["excerpted"]) == ("", True)

@@ -6,11 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.records.store import Store
-from fixtures_core.runner import Recorder, RunOptions, complete, plan
+from tests.pipeline import run_fixture
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -35,23 +32,11 @@ metrics:
 """
 
 
-def run_fixture(path: Path, tmp: Path, **options: object) -> RunResult:
-    """Run a fixture through the real pipeline (no engine, no Prefect) and return the finished run."""
-    run_options = RunOptions(paths=(str(path),), out=str(tmp / "state"), **options)  # type: ignore[arg-type]
-    planned = plan(run_options)
-    recorder = Recorder(Store(tmp / "state"), "report-test", planned.matrix)
-    rows = []
-    for spec in planned.matrix.rows:
-        row = run_row(spec, RunSettings(run_id="report-test"), ProcessGroups(), on_sample=recorder.on_sample)
-        recorder.on_row(row)
-        rows.append(row)
-    return complete(recorder, run_options, rows)
-
-
 @pytest.fixture(scope="session")
 def matrix_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     """The example matrix: 4 rows x 5 samples, 3 metrics, 3 FAIL rows (one flaky)."""
-    return run_fixture(REPO / "examples" / "matrix.md", tmp_path_factory.mktemp("matrix"), group_by=("selector",))
+    state = tmp_path_factory.mktemp("matrix") / "state"
+    return run_fixture(REPO / "examples" / "matrix.md", state, group_by=("selector",))
 
 
 @pytest.fixture(scope="session")
@@ -59,4 +44,4 @@ def mixed_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     """PASS, FAIL (metric threshold), ERR (CEL on non-JSON), SKIP rows, two arms of one row."""
     folder = tmp_path_factory.mktemp("mixed")
     (folder / "mixed.md").write_text(MIXED)
-    return run_fixture(folder / "mixed.md", folder)
+    return run_fixture(folder / "mixed.md", folder / "state")
