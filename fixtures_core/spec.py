@@ -73,6 +73,8 @@ class Expectation:
     stderr: str | None = None
     cel: str | None = None
     cel_line: int = 0
+    stdout_file: str | None = None  # a golden file (``@path``): ``stdout`` holds its text, compared exactly
+    stderr_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,8 @@ class RowSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     repeat: int = 1
     metrics: tuple[MetricSpec, ...] = ()
-    skip: str | None = None
+    skip: str | None = None  # a reason: the row is skipped without running anything
+    skip_command: str | None = None  # a shell command run before the row: exit 0 skips it (Gavel's ``skip:``)
     indeterminate: str | None = None
     source_dir: str = ""  # the fixture file's folder, absolute: ``{{ .sourceDir }}``
     fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
@@ -110,6 +113,18 @@ class RowSpec:
 
 
 @dataclass(frozen=True)
+class FixtureWarning:
+    """Something in a fixture file that assay reads but does not run or check (``assay validate`` shows it)."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
 class FixtureFile:
     """A parsed fixture file and the digest of its bytes.
 
@@ -121,6 +136,7 @@ class FixtureFile:
     sha256: str
     rows: tuple[RowSpec, ...]
     identity: str = ""
+    warnings: tuple[FixtureWarning, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -145,11 +145,15 @@ class _interrupts_cancel:
 
 @app.command("validate")
 def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
-    """Parse and validate fixtures; run nothing."""
+    """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
     matrix = plan(RunOptions(paths=tuple(paths))).matrix
+    warnings = [w for f in matrix.files for w in f.warnings]
+    for warning in warnings:
+        err.print(f"warning: {warning}", markup=False)
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
-    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
+    noted = f", {len(warnings)} warnings" if warnings else ""
+    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
 
 
 @app.command("bless")

@@ -75,14 +75,22 @@ def read_env(value: object, where: Where, field: str = "env") -> dict[str, str]:
     return {str(k): read_string(v, where, f"{field}.{k}") for k, v in value.items()}
 
 
-def read_skip(value: object) -> str | None:
-    """A skip flag or reason: None when the row runs."""
+def read_skip(value: object) -> tuple[str | None, str | None]:
+    """Gavel's ``skip``: (a reason to skip now, or a shell command that skips the row when it exits 0).
+
+    ``true`` and ``false`` decide at once (they are what the shell commands of
+    those names would answer); any other text is a command, as in Gavel.
+    """
     if value is None or value is False:
-        return None
+        return None, None
+    if value is True:
+        return "skip: true", None
     text = str(value).strip()
-    if text.lower() in ("", "false", "no", "0"):
-        return None
-    return "skipped" if text.lower() in ("true", "yes", "1") else text
+    if text in ("", "false"):
+        return None, None
+    if text == "true":
+        return "skip: true", None
+    return None, text
 
 
 def read_redaction(value: object, where: Where, item_lines: list[int], field: str = "redact") -> Redaction:

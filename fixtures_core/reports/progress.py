@@ -66,7 +66,8 @@ class Progress:
         self._started = clock()
         self._lock = threading.Lock()
         self._rows_total = len(matrix.rows)
-        self._samples_total = sum(row.repeat for row in matrix.rows if not row.skip)
+        self._planned = {row.id: row.repeat for row in matrix.rows if not row.skip}  # a skip command decides later
+        self._samples_total = sum(self._planned.values())
         self._rows_done = self._samples_done = self._failed = self._errored = 0
         self._running: dict[str, InFlight] = {}
 
@@ -88,9 +89,8 @@ class Progress:
         with self._lock:
             self._rows_done += 1
             self._running.pop(row.id, None)
-            if row.status != "SKIP":
-                # A row that stopped early (ERR, budget, cancel) will not run the rest of its repeat.
-                self._samples_total -= row.repeat - len(row.samples)
+            # A row that stopped early (ERR, budget, cancel, a skip command) runs no more samples.
+            self._samples_total -= self._planned.pop(row.id, 0) - len(row.samples)
 
     def snapshot(self) -> Snapshot:
         with self._lock:

@@ -28,7 +28,7 @@ metrics:
 | small b | `echo '{"size": 12}'` | B | `json.size < 50` | |
 | big | `echo '{"size": 500}'` | A | `true` | |
 | broken | `printf 'not json\\001'` | | `json.size > 0` | |
-| later | `true` | | | not on this machine |
+| later | `true` | | | true |
 """
 
 

@@ -13,7 +13,7 @@ from fixtures_core.spec import FixtureFile, Matrix, RowSpec
 
 FIXTURE = (
     "---\nrepeat: 4\n---\n\n| Name | Command | Skip |\n|---|---|---|\n"
-    "| alpha | true | |\n| beta | true | |\n| gamma | true | yes |\n"
+    "| alpha | true | |\n| beta | true | |\n| gamma | true | true |\n"
 )
 
 
@@ -63,7 +63,7 @@ def test_counts_eta_and_rows_in_flight() -> None:
 
 def test_a_row_that_stops_early_shortens_the_total() -> None:
     m = matrix()
-    alpha, _beta, gamma = m.rows
+    alpha, beta, gamma = m.rows
     progress = Progress(m, Clock())
     progress.row_started(alpha)
     progress.sample_finished(alpha, sample(0, "ERR"))
@@ -71,6 +71,8 @@ def test_a_row_that_stops_early_shortens_the_total() -> None:
     progress.row_finished(finished(replace(gamma), samples=0, status="SKIP"))
     s = progress.snapshot()
     assert (s.rows_done, s.samples_total, s.samples_errored, s.in_flight) == (2, 5, 1, ())
+    progress.row_finished(finished(beta, samples=0, status="SKIP"))  # its skip command said so
+    assert progress.snapshot().samples_total == 1
 
 
 def test_plain_line_says_everything_on_one_line() -> None:
