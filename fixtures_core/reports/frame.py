@@ -40,7 +40,7 @@ def sample_frame(run: RunResult) -> pd.DataFrame:
             )
             for row in run.rows
             for s in row.samples
-        ],  # fmt: skip
+        ],
         columns=["run_id", "file", "row", "arm", "row_id", "sample", "status", "duration_ms", "exit_code"],
     )
     samples["exit_code"] = samples["exit_code"].astype("Int64")  # a killed sample has none

@@ -70,6 +70,8 @@ def html(run: RunResult) -> str:
 
 # --- header ---------------------------------------------------------------------
 
+_SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
+
 
 def _header(run: RunResult) -> str:
     s = run.summary
@@ -95,9 +97,6 @@ def _header(run: RunResult) -> str:
         parts.append(f'<p class="gating">error: {escape(run.error)}</p>')
     parts.append('<p class="muted">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
     return "\n".join(parts)
-
-
-_SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
 
 
 def _option(value: object) -> str:

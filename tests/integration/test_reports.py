@@ -22,7 +22,7 @@ from tests.integration.conftest import REPO, WIDE, run_cli
 
 MATRIX = REPO / "examples" / "matrix.md"
 SCHEMAS = REPO / "tests" / "data" / "junit"
-SLOW = "---\nrepeat: 4\n---\n\n| Name | Command |\n|---|---|\n| one | `sleep 0.3` |\n| two | `sleep 0.3` |\n"
+SLOW = "---\nrepeat: 3\n---\n\n| Name | Command |\n|---|---|\n| one | `sleep 0.3` |\n| two | `sleep 0.3` |\n"
 
 
 def local(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
