@@ -30,6 +30,7 @@ from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import terminal  # noqa: E402
+from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runner import (  # noqa: E402
     Baseline,
@@ -58,6 +59,7 @@ class _LiveRun:
 
     groups: ProcessGroups = field(default_factory=ProcessGroups)
     plan: Plan | None = None
+    listener: ProgressListener | None = None
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -88,6 +90,7 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResu
         return sample_task(opaque(spec), index, deadline, opaque(settings))
 
     groups = process_groups(settings.run_id)
+    recorder.on_row_start(row)
     result = run_row(row, settings, groups, sample_runner=as_task, on_sample=recorder.on_sample)
     recorder.on_row(result)
     return result
@@ -138,7 +141,7 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
     live = _live(run_id)
     try:
         planned = live.plan or plan(options)
-        recorder = Recorder(store_for(options), run_id, planned.matrix)
+        recorder = Recorder(store_for(options), run_id, planned.matrix, listener=live.listener)
         settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
         with runner.duplicate() as pool:
@@ -174,7 +177,11 @@ def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...
 
 
 def run_with_prefect(
-    options: RunOptions, run_id: str, groups: ProcessGroups | None = None, planned: Plan | None = None
+    options: RunOptions,
+    run_id: str,
+    groups: ProcessGroups | None = None,
+    planned: Plan | None = None,
+    listener: ProgressListener | None = None,
 ) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
@@ -184,7 +191,8 @@ def run_with_prefect(
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
     """
     with _LIVE_LOCK:
-        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), planned)  # the caller's signal handler kills these groups
+        # The caller's signal handler kills these groups.
+        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), planned, listener)
     outcome: dict[str, Any] = {}
 
     def target() -> None:

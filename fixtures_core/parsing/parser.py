@@ -30,15 +30,15 @@ from fixtures_core.parsing.blocks import (
     block_row,
     is_validation_list,
 )
-from fixtures_core.parsing.config import Where, read_string, read_string_list, reject_near_misses
+from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
 from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.settings import Settings, apply_common
 from fixtures_core.parsing.tables import reject_broken_table, table_rows
-from fixtures_core.spec import FixtureFile, FixtureWarning, RowSpec
+from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate",
+    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact",
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
 GAVEL_ONLY_KEYS = {
@@ -101,7 +101,7 @@ def parse_document(
     reader.read(_MARKDOWN.parse("\n".join(lines[body_start:])))
     folder = str(Path(path).resolve().parent)
     rows = [
-        replace(expanded, source_dir=folder, fixture_id=identity or path)
+        replace(expanded, source_dir=folder, fixture_id=identity or path, redaction=settings.redaction)
         for row in sorted(reader.rows, key=lambda r: r.line)  # a block ends after the tables inside it
         for expanded in resolve_golden(row, folder)
     ]
@@ -285,6 +285,9 @@ def _settings_from(
         if "codeBlocks" in data
         else ("bash",),
         properties={k: v for k, v in data.items() if k not in FRONTMATTER_KEYS and k not in GAVEL_ONLY_KEYS},
+        redaction=read_redaction(data["redact"], at("redact"), item_lines.get("redact", []))
+        if "redact" in data
+        else Redaction(),
     )
     return apply_common(settings, data, key_lines, item_lines, path)
 

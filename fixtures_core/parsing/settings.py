@@ -17,7 +17,7 @@ from fixtures_core.parsing.config import (
     read_string_list,
     read_timeout,
 )
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec, PropertyValue
+from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec, PropertyValue, Redaction
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Settings:
     indeterminate: str | None = None
     code_blocks: tuple[str, ...] = ("bash",)
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    redaction: Redaction = field(default_factory=Redaction)  # frontmatter only: file-wide
 
     def platform_skip(self) -> str | None:
         """Why this machine's os or arch is excluded, or None (``!name`` excludes, as in Gavel)."""

@@ -114,14 +114,11 @@ class Store:
         )
 
     def bless(self, reference: str, name: str) -> Path:
-        """Promote a run to ``baselines/<name>.json`` after checking it loads."""
-        source = self.resolve_run(reference)
-        load_run(source)
+        """Promote a run to ``baselines/<name>.json``, in the current (shareable) form even when
+        the run file is older."""
+        run = load_run(self.resolve_run(reference))
         target = self.baseline_file(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(target)
+        write_json_atomic(target, to_document(run))
         return target
 
     def runs(self) -> list[Path]:
