@@ -21,7 +21,10 @@ from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
+from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
+from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult, SampleResult, Status, worst
 from fixtures_core.spec import Matrix, RowSpec
 
@@ -46,6 +49,15 @@ class RunOptions:
     judge: str | None = None  # a judge command line replacing every suite's own
     seed: int | None = None  # the seed of the judge's blind labels (default: the suite's, else a new one)
     rejudge: str | None = None  # the run whose evidence this run re-judges
+    html: str | None = None
+    junit: str | None = None
+    summary: str | None = None
+    frame: str | None = None
+
+    @property
+    def reports(self) -> ReportFiles:
+        """The report files this run writes once it is complete."""
+        return ReportFiles(html=self.html, junit=self.junit, summary=self.summary, frame=self.frame)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> RunOptions:
@@ -72,6 +84,7 @@ class RunOptions:
         if self.seed is not None and self.seed < 0:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
         check_tolerance(self.tolerance)
+        self.reports.check()
 
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""
@@ -131,23 +144,38 @@ def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
 
 @dataclass
 class Recorder:
-    """Writes a run's evidence as it is produced: each sample, then each row's raw result."""
+    """Writes a run's evidence as it is produced (each sample, then each row's raw result)
+    and tells a listener (the progress display) after each write."""
 
     store: Store
     run_id: str
     matrix: Matrix
     started_at: str = field(default_factory=utc_now)
+    listener: ProgressListener | None = None
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
         self.store.prepare_evidence(self.run_id)
 
+    def on_row_start(self, row: RowSpec) -> None:
+        if self.listener is not None:
+            self.listener.row_started(row)
+
     def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
+        if self.listener is not None:
+            self.listener.sample_finished(row, sample)
 
     def on_row(self, row: RowResult) -> None:
         """A row's samples are done; its metrics and comparisons come at finalize."""
         self.store.write_row(self.run_id, self._index[row.id], row)
+        if self.listener is not None:
+            self.listener.row_finished(row)
+
+    def evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
+        path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
 
 
 def interruption(groups: ProcessGroups) -> str | None:
@@ -182,7 +210,8 @@ def complete(
     groups: ProcessGroups | None = None,
     rejudging: Rejudging | None = None,
 ) -> RunResult:
-    """Judge A/B suites, finalize the rows, build the run document, write it; return it."""
+    """Judge A/B suites, finalize the rows, build the run document, write it and the report files
+    asked for; return it."""
     matrix = recorder.matrix
     store = recorder.store
     evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
@@ -191,7 +220,9 @@ def complete(
     judged = judge_run(
         matrix.rows, rows, evidence, groups or ProcessGroups(), options.parallel, options.seed, skip_judge
     )
-    finished = finalize_rows(judged.specs, judged.rows, options.k)
+    finished = [
+        shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
+    ]
     by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
     for row in finished:
         by_file[row.file].append(row)
@@ -226,6 +257,7 @@ def complete(
     run = compare_with_baseline(run, options, baseline)
     store.write_run(run)
     write_report(store.run_dir(run.run_id), run)
+    options.reports.write(run, step_summary_file())
     return run
 
 

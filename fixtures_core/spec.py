@@ -62,6 +62,19 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class Redaction:
+    """What a fixture file asks assay to mask (frontmatter ``redact:``).
+
+    ``patterns`` are the file's own regexes, masked in addition to the built-in
+    set of API-key shapes (``fixtures_core.redaction``); ``redact: false``
+    turns masking off for the file.
+    """
+
+    patterns: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What every sample must show: exit code, exact streams, a CEL assertion."""
 
@@ -98,6 +111,7 @@ class RowSpec:
     source_dir: str = ""  # the fixture file's folder, absolute: ``{{ .sourceDir }}``
     fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
     ab: ArmRow | None = None  # the row's case and arm in an A/B suite
+    redaction: Redaction = field(default_factory=Redaction)
 
     @property
     def id(self) -> str:

@@ -30,7 +30,7 @@ from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import terminal  # noqa: E402
-from fixtures_core.reports.shipgate import markdown_report  # noqa: E402
+from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runner import (  # noqa: E402
     Baseline,
@@ -60,6 +60,7 @@ class _LiveRun:
 
     groups: ProcessGroups = field(default_factory=ProcessGroups)
     plan: Plan | None = None
+    listener: ProgressListener | None = None
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -90,6 +91,7 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResu
         return sample_task(opaque(spec), index, deadline, opaque(settings))
 
     groups = process_groups(settings.run_id)
+    recorder.on_row_start(row)
     result = run_row(row, settings, groups, sample_runner=as_task, on_sample=recorder.on_sample)
     recorder.on_row(result)
     return result
@@ -102,8 +104,6 @@ def finalize_task(
     """Metrics, comparisons, verdict; the run document and the UI artifacts."""
     run = complete(recorder, options, rows, error, baseline, process_groups(recorder.run_id))
     create_markdown_artifact(key="assay-report", markdown=terminal.markdown(run), description="assay run report")
-    if run.suites:
-        create_markdown_artifact(key="assay-ship-gate", markdown=markdown_report(run), description="A/B ship gate")
     create_table_artifact(
         key="assay-rows",
         table=[
@@ -142,7 +142,7 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
     live = _live(run_id)
     try:
         planned = live.plan or plan(options)
-        recorder = Recorder(store_for(options), run_id, planned.matrix)
+        recorder = Recorder(store_for(options), run_id, planned.matrix, listener=live.listener)
         settings = settings_for(options, run_id)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
         with runner.duplicate() as pool:
@@ -178,7 +178,11 @@ def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...
 
 
 def run_with_prefect(
-    options: RunOptions, run_id: str, groups: ProcessGroups | None = None, planned: Plan | None = None
+    options: RunOptions,
+    run_id: str,
+    groups: ProcessGroups | None = None,
+    planned: Plan | None = None,
+    listener: ProgressListener | None = None,
 ) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
@@ -188,7 +192,8 @@ def run_with_prefect(
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
     """
     with _LIVE_LOCK:
-        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), planned)  # the caller's signal handler kills these groups
+        # The caller's signal handler kills these groups.
+        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), planned, listener)
     outcome: dict[str, Any] = {}
 
     def target() -> None:

@@ -26,9 +26,17 @@ from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, bless_refusal, new_run_id
 from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
+from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.progress import Progress
 from fixtures_core.runner import RunOptions, plan
+from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
+HTML_HELP = "Write a self-contained HTML report (plots, drill-down) here."
+JUNIT_HELP = "Write JUnit XML here (a testcase per row) for CI test tabs."
+SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."
+FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
+JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 out = Console(highlight=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -66,27 +74,40 @@ def run_command(
         float,
         typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1 (pass -> fail always gates)."),
     ] = 0.0,
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    progress: Annotated[
+        Mode,
+        typer.Option(
+            "--progress", help="Progress on stderr: live on a terminal, a plain line per interval elsewhere, or off."
+        ),
+    ] = Mode.AUTO,
+    progress_interval: Annotated[
+        float, typer.Option("--progress-interval", help="Seconds between plain progress lines.")
+    ] = DEFAULT_INTERVAL_S,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="A/B suites: prepare workspaces, run setup and verify; no arm, no judge.")
     ] = False,
     bless: Annotated[
         bool, typer.Option("--bless", help="Bless the run as 'shipped' when its verdict is PASS.")
     ] = False,
-    judge: Annotated[
-        Optional[str], typer.Option("--judge", help="A judge command line replacing the suites' own.")
-    ] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the judge's blind A/B labels.")] = None,
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
     _check_json_path(json_path)
+    if not progress_interval > 0:
+        raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
     if bless and dry_run:
         raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
-        parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance, dry_run=dry_run,
-        judge=judge, seed=seed,
+        parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
+        html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
     )  # fmt: skip
-    run = execute_run(options)
+    run = execute_run(options, progress, progress_interval)
     _report(run, json_path)
     if bless:
         _bless_if_passed(run, out_dir)
@@ -108,28 +129,28 @@ def _report(run: RunResult, json_path: Path | None) -> None:
 
 def _bless_if_passed(run: RunResult, out_dir: str) -> None:
     """``run --bless``: bless a PASS run as 'shipped'; say why another is not blessed."""
-    store = Store(Path(out_dir))
     refusal = bless_refusal(run)
     if refusal is not None:
         out.print(f"not blessed: {refusal}", markup=False)
         return
-    target = store.bless(run.run_id, "shipped")
+    target = Store(Path(out_dir)).bless(run.run_id, "shipped")
     out.print(f"blessed {run.run_id} as 'shipped': {target}", markup=False)
 
 
-def execute_run(options: RunOptions) -> RunResult:
-    """Plan (fail fast on configuration errors), then run on the chosen engine."""
+def execute_run(options: RunOptions, progress: Mode = Mode.OFF, interval: float = DEFAULT_INTERVAL_S) -> RunResult:
+    """Plan (fail fast on configuration errors), then run on the chosen engine, showing progress on stderr."""
     planned = plan(options)
     run_id = new_run_id()
     groups = ProcessGroups()
-    with _interrupts_cancel(groups):
+    counts = Progress(planned.matrix)
+    with _interrupts_cancel(groups), ProgressDisplay(counts, err, progress, interval):
         if options.engine == "local":
             from flows.local import run_locally
 
-            return run_locally(planned, options, run_id, groups)
+            return run_locally(planned, options, run_id, groups, counts)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups, planned)
+        return run_with_prefect(options, run_id, groups, planned, counts)
 
 
 class _interrupts_cancel:
@@ -183,9 +204,7 @@ def bless_command(
 @app.command("rejudge")
 def rejudge_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id or 'latest'.")],
-    judge: Annotated[
-        Optional[str], typer.Option("--judge", help="A judge command line replacing the suites' own.")
-    ] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
     seed: Annotated[
         Optional[int], typer.Option("--seed", help="Seed of the blind labels (default: the run's).")
     ] = None,
@@ -239,13 +258,41 @@ def compare_command(
     raise Exit(1 if comparison.regressed else 0)
 
 
+@app.command("show")
+def show_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Print a saved run's report, as the run printed it."""
+    terminal.render(load_run(Store(Path(out_dir)).resolve_run(run_ref)), out)
+
+
+@app.command("report")
+def report_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Write report files of a saved run: HTML, JUnit XML, Markdown summary, sample frame."""
+    files = ReportFiles(html=html, junit=junit, summary=summary, frame=frame)
+    if not files.named():
+        raise UsageError("assay report: give at least one of --html, --junit, --summary, --frame")
+    files.check()
+    run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
+    for path in files.write(run, step_summary_file() if summary is not None else None):
+        out.print(f"wrote {path}", markup=False)
+
+
 @app.command("history")
 def history_command(out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay") -> None:
     """Saved runs, newest first: id, label, date, verdict, rows, pass rate."""
     terminal.render_history(Store(Path(out_dir)).runs(), out)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "history", "rejudge")
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,7 @@ from fixtures_core.execution.workspace import (
 )
 from fixtures_core.parsing.suite import WORKSPACE_NAME, workspace_folder
 from fixtures_core.parsing.template import render
+from fixtures_core.redaction import Redactor, redactor
 from fixtures_core.results import Check, SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import Attempt, Finding, VerifyResult, matches_case
@@ -75,20 +76,22 @@ def run_attempt(
     """Run sample ``index`` of ``row`` as an attempt; its evidence lands under the run folder.
 
     The command runs in the workspace (a row's ``cwd`` is relative to it), else in ``cwd``.
+    CEL sees the real output; what is written to disk and kept in the record is masked.
     """
     relative = attempt_folder(row, index)
-    evidence = Path(settings.evidence_dir or tempfile.mkdtemp(prefix="assay-evidence-")) / relative
-    evidence.mkdir(parents=True, exist_ok=True)
-    record = Attempt(evidence=relative if settings.evidence_dir else str(evidence), dry_run=settings.dry_run)
+    folder = Path(settings.evidence_dir or tempfile.mkdtemp(prefix="assay-evidence-")) / relative
+    folder.mkdir(parents=True, exist_ok=True)
+    record = Attempt(evidence=relative if settings.evidence_dir else str(folder), dry_run=settings.dry_run)
+    trail = _Trail(folder, redactor(row.redaction, env))
     scratch = Path(tempfile.mkdtemp(prefix="assay-ws-", dir=settings.tmp_root))
-    timing: dict[str, float] = {}
+    cel: Mapping[str, object] = cel_variables(record, "")
     try:
-        workspace = _prepare(row, scratch, deadline, values, env, groups, evidence, timing)
+        workspace = _prepare(row, scratch, deadline, values, env, groups, trail)
         if workspace is not None:
             cwd = os.path.normpath(workspace.path / render(row.cwd, values)) if row.cwd else str(workspace.path)
             values.update(CWD=cwd, workDir=cwd)
         argv = [render(arg, values) for arg in row.argv]
-        _write_json(evidence / "command.json", {"argv": argv, "cwd": cwd, "env": {k: env[k] for k in row.env}})
+        trail.json("command.json", {"argv": argv, "cwd": cwd, "env": {k: env[k] for k in row.env}})
         if settings.dry_run:
             execution = Execution(None, b"", b"", 0.0)
         else:
@@ -96,19 +99,34 @@ def run_attempt(
             execution = execute(
                 argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, groups=groups
             )
-            timing["arm_ms"] = _ms_since(started)
-        (evidence / "stdout.txt").write_bytes(execution.stdout)
-        (evidence / "stderr.txt").write_bytes(execution.stderr)
-        if workspace is None or execution.timed_out or execution.cancelled or execution.error:
-            return _finish(row, index, execution, tmpdir, values, record, settings.dry_run, evidence, timing)
-        record, stopped = _inspect(row, workspace, values, env, groups, evidence, record, timing)
-        return _finish(row, index, stopped or execution, tmpdir, values, record, settings.dry_run, evidence, timing)
+            trail.timing["arm_ms"] = _ms_since(started)
+        trail.text("stdout.txt", execution.stdout.decode("utf-8", "replace"))
+        trail.text("stderr.txt", execution.stderr.decode("utf-8", "replace"))
+        stopped = None
+        if workspace is not None and not (execution.timed_out or execution.cancelled or execution.error):
+            record, cel, stopped = _inspect(row, workspace, values, env, groups, record, trail)
+        return _finish(row, index, stopped or execution, tmpdir, values, record, cel, settings.dry_run, trail)
     except WorkspaceError as exc:
         failed = Execution(None, b"", b"", 0.0, error=str(exc))
-        return _finish(row, index, failed, tmpdir, values, record, settings.dry_run, evidence, timing)
+        return _finish(row, index, failed, tmpdir, values, record, cel, settings.dry_run, trail)
     finally:
         if not settings.keep_tmp:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass
+class _Trail:
+    """An attempt's evidence folder: every text written to it is masked first."""
+
+    folder: Path
+    mask: Redactor
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def text(self, name: str, text: str) -> None:
+        (self.folder / name).write_text(self.mask.text(text), encoding="utf-8")
+
+    def json(self, name: str, document: object) -> None:
+        self.text(name, json.dumps(document, indent=1, default=str) + "\n")
 
 
 def _prepare(
@@ -118,8 +136,7 @@ def _prepare(
     values: dict[str, object],
     env: dict[str, str],
     groups: ProcessGroups,
-    evidence: Path,
-    timing: dict[str, float],
+    trail: _Trail,
 ) -> Workspace | None:
     """Copy, commit, set up and commit again; None for a row without a workspace (dry run)."""
     if row.ab is None or row.ab.suite.workspace is None:
@@ -134,14 +151,14 @@ def _prepare(
         command = render(setup, values)
         done = execute(["bash", "-c", command], deadline=deadline, cwd=str(workspace.path), env=env, groups=groups)
         output = (done.stdout + done.stderr).decode("utf-8", "replace")
-        (evidence / "setup.txt").write_text(f"$ {command}\n{output}", encoding="utf-8")
+        trail.text("setup.txt", f"$ {command}\n{output}")
         if done.exit_code != 0:
             reason = done.error or (
                 "the row's time budget ran out" if done.timed_out else f"exit code {done.exit_code}"
             )
-            raise WorkspaceError(f"setup failed ({reason}): {_tail(output)}")
+            raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(_tail(output))}")
     workspace.start = workspace.commit("assay: setup")
-    timing["setup_ms"] = _ms_since(started)
+    trail.timing["setup_ms"] = _ms_since(started)
     return workspace
 
 
@@ -151,25 +168,24 @@ def _inspect(
     values: dict[str, object],
     env: dict[str, str],
     groups: ProcessGroups,
-    evidence: Path,
     record: Attempt,
-    timing: dict[str, float],
-) -> tuple[Attempt, Execution | None]:
-    """Capture the diff, scan it, run verification; the record, and an execution that stopped it early."""
+    trail: _Trail,
+) -> tuple[Attempt, Mapping[str, object], Execution | None]:
+    """Capture the diff, scan it, run verification: the (masked) record, the (real) CEL variables,
+    and an execution that stopped verification early."""
     assert row.ab is not None
     suite, case = row.ab.suite, row.ab.case
     changes: Changes = capture(workspace)
-    (evidence / "diff.patch").write_text(changes.diff, encoding="utf-8")
-    (evidence / "changed-files.txt").write_text("".join(f"{f}\n" for f in changes.files), encoding="utf-8")
+    trail.text("diff.patch", changes.diff)
+    trail.text("changed-files.txt", "".join(f"{f}\n" for f in changes.files))
     findings = scan(changes, suite.forbidden, suite.forbidden_files, case)
     specs = [spec for spec in suite.verify if matches_case(spec.rows, case)]
     started = time.monotonic()
     results, stopped = run_verify(
         specs, [render(s.run, values) for s in specs], workspace.path, env, workspace.deadline, groups
     )
-    timing["verify_ms"] = _ms_since(started)
-    _write_json(evidence / "verify.json", [asdict(r) for r in results])
-    record = replace(
+    trail.timing["verify_ms"] = _ms_since(started)
+    found = replace(
         record,
         changed_files=changes.files,
         verify=results,
@@ -177,7 +193,13 @@ def _inspect(
         findings=findings,
         disqualified=any(f.severity == "disqualifier" for f in findings),
     )
-    return record, stopped
+    masked = replace(
+        found,
+        verify=tuple(replace(r, output=trail.mask.text(r.output), command=trail.mask.text(r.command)) for r in results),
+        findings=tuple(replace(f, text=trail.mask.optional(f.text)) for f in findings),
+    )
+    trail.json("verify.json", [asdict(r) for r in masked.verify])
+    return masked, cel_variables(found, changes.diff), stopped
 
 
 def _finish(
@@ -187,9 +209,9 @@ def _finish(
     tmpdir: str,
     values: dict[str, object],
     record: Attempt,
+    cel: Mapping[str, object],
     dry_run: bool,
-    evidence: Path,
-    timing: dict[str, float],
+    trail: _Trail,
 ) -> SampleResult:
     """Check the sample like any other (with the attempt's CEL variables), attach the record, write result.json."""
     if dry_run and execution.error is None and not execution.timed_out and not execution.cancelled:
@@ -203,21 +225,18 @@ def _finish(
             command=Check("not_evaluated", "dry run: the arm did not run"),
         )
     else:
-        sample = check_sample(row, index, execution, tmpdir, values, cel_variables(record, evidence))
+        sample = check_sample(row, index, execution, tmpdir, values, cel)
     sample = replace(sample, attempt=record)
-    _write_json(evidence / "timing.json", {key: round(value, 3) for key, value in timing.items()})
-    _write_json(
-        evidence / "result.json",
-        {"status": sample.status, "exit_code": sample.exit_code, "error": sample.error, **asdict(record)},
-    )
+    trail.json("timing.json", {key: round(value, 3) for key, value in trail.timing.items()})
+    trail.json("result.json", {"status": sample.status, "exit_code": sample.exit_code, "error": sample.error,
+                               **asdict(record)})  # fmt: skip
     return sample
 
 
-def cel_variables(record: Attempt, evidence: Path) -> Mapping[str, object]:
+def cel_variables(record: Attempt, diff: str) -> Mapping[str, object]:
     """What an attempt adds to its sample's CEL context."""
-    diff = evidence / "diff.patch"
     return {
-        "diff": diff.read_text(encoding="utf-8") if diff.is_file() else "",
+        "diff": diff,
         "changed_files": list(record.changed_files),
         "verify": [_verify_value(v) for v in record.verify],
         "verify_score": record.verify_score,
@@ -232,10 +251,6 @@ def _verify_value(result: VerifyResult) -> dict[str, object]:
 
 def _finding_value(finding: Finding) -> dict[str, object]:
     return {k: v for k, v in asdict(finding).items() if v is not None}
-
-
-def _write_json(path: Path, document: object) -> None:
-    path.write_text(json.dumps(document, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def _tail(text: str, limit: int = 300) -> str:

@@ -21,6 +21,7 @@ from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, ProcessGroups, execute
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
+from fixtures_core.redaction import redactor
 from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, combine_outcomes, worst
 from fixtures_core.spec import RowSpec
 
@@ -50,22 +51,29 @@ def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings,
     """Execute and check sample ``index`` of ``row`` before ``deadline`` (monotonic)."""
     tmpdir = tempfile.mkdtemp(prefix=f"assay-{index}-", dir=settings.tmp_root)
     try:
-        try:
-            values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id)
-            if needs_attempt(row, settings.dry_run):
-                return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, groups)
-            argv = [render(arg, values) for arg in row.argv]
-        except TemplateError as exc:
-            return check_sample(row, index, Execution(None, b"", b"", 0.0, error=f"template: {exc}"), tmpdir)
-        if not os.path.isdir(cwd):
-            return missing_cwd_sample(row, index, cwd)
-        execution = execute(
-            argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, groups=groups
-        )
-        return check_sample(row, index, execution, tmpdir, values)
+        sample, env = _execute_and_check(row, index, deadline, settings, groups, tmpdir)
+        # Checks saw the real output; everything kept from here on is masked.
+        return redactor(row.redaction, env).sample(sample)
     finally:
         if not settings.keep_tmp:
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _execute_and_check(
+    row: RowSpec, index: int, deadline: float, settings: RunSettings, groups: ProcessGroups, tmpdir: str
+) -> tuple[SampleResult, Mapping[str, str]]:
+    """The checked sample and the environment it ran with."""
+    try:
+        values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id)
+        if needs_attempt(row, settings.dry_run):
+            return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, groups), env
+        argv = [render(arg, values) for arg in row.argv]
+    except TemplateError as exc:
+        return check_sample(row, index, Execution(None, b"", b"", 0.0, error=f"template: {exc}"), tmpdir), os.environ
+    if not os.path.isdir(cwd):
+        return missing_cwd_sample(row, index, cwd), env
+    execution = execute(argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, groups=groups)
+    return check_sample(row, index, execution, tmpdir, values), env
 
 
 def sample_setting(
@@ -141,8 +149,9 @@ def run_row(
     """Run every sample of ``row`` and combine them into one result."""
     deadline = time.monotonic() + row.timeout_s
     try:
-        if skip_reason(row, deadline, settings, groups) is not None:
-            return _result(row, (), "SKIP", None)
+        skipped = skip_reason(row, deadline, settings, groups)
+        if skipped is not None:
+            return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
     except _SkipTimedOut as exc:
         return _result(row, (), "ERR", str(exc))
     runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, groups))
@@ -174,6 +183,7 @@ def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
 
 
 def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, error: str | None) -> RowResult:
+    mask = redactor(row.redaction, os.environ)  # the fixture's own text is stored too: mask it alike
     return RowResult(
         id=row.id,
         file=row.fixture_id or row.file,
@@ -181,12 +191,12 @@ def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, err
         line=row.line,
         status=status,
         repeat=row.repeat,
-        command=row.argv,
-        properties=dict(row.properties),
+        command=tuple(mask.text(arg) for arg in row.argv),
+        properties={key: mask.value(value) for key, value in row.properties.items()},
         samples=samples,
         outcomes=Outcomes(
             command=combine_outcomes([s.command.status for s in samples]),
             assertions=combine_outcomes([s.assertions.status for s in samples if s.assertions is not None]),
         ),
-        error=error,
+        error=mask.optional(error),
     )

@@ -13,7 +13,8 @@ from typing import cast
 
 from fixtures_core.durations import parse_duration
 from fixtures_core.errors import FixtureError
-from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Direction, MetricSpec, Threshold
+from fixtures_core.redaction import pattern_problem
+from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Direction, MetricSpec, Redaction, Threshold
 
 
 class Where:
@@ -90,6 +91,19 @@ def read_skip(value: object) -> tuple[str | None, str | None]:
     if text == "true":
         return "skip: true", None
     return None, text
+
+
+def read_redaction(value: object, where: Where, item_lines: list[int], field: str = "redact") -> Redaction:
+    """``redact:``: true/false (built-in masking on or off), or regexes masked on top of the built-in set."""
+    if isinstance(value, bool):
+        return Redaction(enabled=value)
+    patterns = read_string_list(value, where, field)
+    for index, pattern in enumerate(patterns):
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            line = item_lines[index] if index < len(item_lines) else where.line
+            raise FixtureError(where.path, line, problem, f"{field}[{index}]" if isinstance(value, list) else field)
+    return Redaction(patterns=patterns)
 
 
 def reject_near_misses(keys: Mapping[str, int], known: tuple[str, ...], path: str) -> None:

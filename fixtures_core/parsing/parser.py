@@ -30,16 +30,16 @@ from fixtures_core.parsing.blocks import (
     block_row,
     is_validation_list,
 )
-from fixtures_core.parsing.config import Where, read_string, read_string_list, reject_near_misses
+from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
 from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.settings import Settings, apply_common
 from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import reject_broken_table, table_rows
-from fixtures_core.spec import FixtureFile, FixtureWarning, RowSpec
+from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate", *SUITE_KEYS,
+    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", *SUITE_KEYS,
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
 GAVEL_ONLY_KEYS = {
@@ -104,7 +104,7 @@ def parse_document(
         reader.read(tokens)
     folder = str(Path(path).resolve().parent)
     rows = [
-        replace(expanded, source_dir=folder, fixture_id=identity or path)
+        replace(expanded, source_dir=folder, fixture_id=identity or path, redaction=settings.redaction)
         for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
         for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
     ]
@@ -305,6 +305,9 @@ def _settings_from(
         if "codeBlocks" in data
         else ("bash",),
         properties={k: v for k, v in data.items() if k not in FRONTMATTER_KEYS and k not in GAVEL_ONLY_KEYS},
+        redaction=read_redaction(data["redact"], at("redact"), item_lines.get("redact", []))
+        if "redact" in data
+        else Redaction(),
         suite=read_suite(data, key_lines, item_lines, path),
     )
     return apply_common(settings, data, key_lines, item_lines, path)

@@ -17,7 +17,7 @@ from fixtures_core.parsing.config import (
     read_string_list,
     read_timeout,
 )
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec, PropertyValue
+from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec, PropertyValue, Redaction
 from fixtures_core.suite import SuiteSpec
 
 
@@ -40,6 +40,7 @@ class Settings:
     code_blocks: tuple[str, ...] = ("bash",)
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
     suite: SuiteSpec | None = None  # the file's A/B suite keys (frontmatter only)
+    redaction: Redaction = field(default_factory=Redaction)  # frontmatter only: file-wide
 
     def platform_skip(self) -> str | None:
         """Why this machine's os or arch is excluded, or None (``!name`` excludes, as in Gavel)."""

@@ -15,8 +15,8 @@ import subprocess
 import sys
 import types
 import typing
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +26,7 @@ from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError
+from fixtures_core.records.shareable import shareable_row
 from fixtures_core.results import RowResult, Status
 
 SCHEMA = "assay.run/v1"
@@ -191,7 +192,17 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
     except (TypeError, ValueError, KeyError) as exc:
         raise BaselineError(path, f"malformed run document: {exc}") from None
     assert isinstance(decoded, RunResult)
-    return decoded
+    return upgrade(decoded)
+
+
+def upgrade(run: RunResult) -> RunResult:
+    """The one place that brings a run read from an older document to the current form.
+
+    Documents written before raw output was kept apart embed every sample's
+    output; they load as a run written now would be (``records.shareable``).
+    A current document loads unchanged.
+    """
+    return replace(run, fixtures=tuple(replace(f, rows=tuple(map(shareable_row, f.rows))) for f in run.fixtures))
 
 
 def decode(value: object, hint: type[T]) -> T:
@@ -261,22 +272,25 @@ def _hints(cls: type) -> dict[str, Any]:
 # --- files ----------------------------------------------------------------------
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file so that readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_json_atomic(path: Path, document: object) -> None:
     """Write JSON so that readers see the old file or the new one, never half of one."""
+    write_text_atomic(path, json.dumps(document, indent=1, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (see ``write_atomic``)."""
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1, default=str)
-        handle.write("\n")
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load_run(path: str | Path) -> RunResult:

@@ -114,18 +114,14 @@ class Store:
         )
 
     def bless(self, reference: str, name: str, force: bool = False) -> Path:
-        """Promote a run to ``baselines/<name>.json`` after checking it loads; a run whose verdict
-        is not PASS, or a dry run, is refused unless ``force``."""
-        source = self.resolve_run(reference)
-        run = load_run(source)
+        """Promote a run to ``baselines/<name>.json``, in the current (shareable) form even when
+        the run file is older; a run whose verdict is not PASS, or a dry run, is refused unless ``force``."""
+        run = load_run(self.resolve_run(reference))
         refusal = bless_refusal(run)
         if refusal is not None and not force:
             raise UsageError(f"not blessing run {run.run_id}: {refusal} (--force blesses it anyway)")
         target = self.baseline_file(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(target)
+        write_json_atomic(target, to_document(run))
         return target
 
     def runs(self) -> list[Path]:

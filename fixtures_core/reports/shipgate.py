@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.text import Text
 
 from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
-from fixtures_core.records.rundoc import RunResult
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta"}
 _GATE_MARK = {"pass": "ok", "fail": "FAILED", "error": "ERROR", "not_evaluated": "-"}
@@ -154,28 +153,19 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return lines
 
 
-# --- report.md -----------------------------------------------------------------------
+# --- Markdown (report.md, the step summary, the Prefect artifact) ---------------------
 
 
-def markdown_report(run: RunResult) -> str:
-    """``report.md``: every suite's ship-gate report in Markdown, then the run's verdict."""
-    title = f"# A/B suite report: run `{run.run_id}`" + (f" ({run.label})" if run.label else "")
-    lines = [title, "", f"Started {run.started_at}, finished {run.finished_at}.", ""]
-    for suite in run.suites:
-        lines += _suite_markdown(suite)
-    lines.append(f"Run verdict: **{run.verdict}**" + (f" ({run.error})" if run.error else ""))
-    return "\n".join(lines) + "\n"
-
-
-def _suite_markdown(suite: SuiteOutcome) -> list[str]:
+def suite_markdown(suite: SuiteOutcome) -> list[str]:
+    """One suite's ship-gate report as Markdown lines (``terminal.markdown`` puts it in every summary)."""
     table = case_table(suite)
-    lines = [f"## `{suite.file}`", "", _escape(judge_line(suite)), ""]
+    lines = [f"## A/B suite `{suite.file}`", "", _escape(judge_line(suite)), ""]
     lines.append("| " + " | ".join(table[0]) + " |")
     lines.append("|---|" + "---:|" * (len(table[0]) - 2) + "---|")
     lines += ["| " + " | ".join(_escape(cell) for cell in row) + " |" for row in table[1:]]
     lines.append("")
     if not suite.dry_run:
-        lines += [f"- {_escape(line.strip())}" for line in summary_lines(suite)]
+        lines += [f"- {_escape(line)}" for line in summary_lines(suite)]
         lines.append("")
     if suite.gates:
         lines += ["| gate | severity | outcome |", "|---|---|---|"]
@@ -184,7 +174,7 @@ def _suite_markdown(suite: SuiteOutcome) -> list[str]:
     problems = problem_lines(suite)
     if problems:
         lines += [f"- {_escape(line)}" for line in problems] + [""]
-    lines += [f"**{verdict_text(suite)}**", ""]
+    lines.append(f"**{verdict_text(suite)}**")
     return lines
 
 

@@ -225,6 +225,8 @@ def markdown(run: RunResult) -> str:
         )
     s = run.summary
     lines += ["", f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"]
+    for suite in run.suites:
+        lines += ["", *shipgate.suite_markdown(suite)]
     if run.comparison is not None:
         lines += ["", "```", *render_comparison(run.comparison), "```"]
     return "\n".join(lines)

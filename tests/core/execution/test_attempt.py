@@ -183,3 +183,31 @@ def test_an_arm_out_of_budget_is_an_error_and_is_not_verified(tmp_path: Path) ->
 
     assert result.status == "ERR" and result.error is not None and "timed out" in result.error
     assert not verify_counter.exists()
+
+
+def test_secrets_are_masked_in_the_evidence_but_cel_sees_them(tmp_path: Path) -> None:
+    secret = "s3cr3t-value-0123456789"
+    (row,) = suite_rows(
+        tmp_path,
+        f"""
+        exec: bash
+        args: ["-c", "echo $SERVICE_TOKEN > token.txt; echo $SERVICE_TOKEN"]
+        env: {{SERVICE_TOKEN: {secret}}}
+        workspace: repo
+        verify:
+          - cat token.txt
+        """,
+        f"| Name | CEL |\n|---|---|\n| task | `diff.contains('{secret}') && verify[0].output.contains('{secret}')` |\n",
+    )
+
+    result = run(row, tmp_path)
+
+    assert result.status == "PASS", result.error  # CEL saw the real values
+    attempt = result.samples[0].attempt
+    assert attempt is not None and attempt.verify[0].output == "[REDACTED]\n"
+    folder = tmp_path / "run" / attempt.evidence
+    for name in ("stdout.txt", "diff.patch", "verify.json", "command.json", "result.json"):
+        text = (folder / name).read_text()
+        assert secret not in text, name
+    assert "+[REDACTED]" in (folder / "diff.patch").read_text()
+    assert secret not in result.samples[0].stdout

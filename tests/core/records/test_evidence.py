@@ -24,7 +24,12 @@ def test_raw_rows_come_back_with_their_samples_and_attempts(tmp_path: Path) -> N
         assert raw.metrics == {}  # before finalize, before the judge: no score yet
         assert "score" not in raw.samples[0].metrics and "score" in finished.samples[0].metrics
         assert raw.samples[0].attempt == finished.samples[0].attempt
-        assert raw.samples[0].stdout == finished.samples[0].stdout
+        # run.json keeps no output of a passing sample; the evidence keeps all of it (re-judging needs it)
+        assert finished.samples[0].stdout == "" and finished.samples[0].excerpted
+        attempt = raw.samples[0].attempt
+        assert attempt is not None
+        folder = Store(tmp_path).run_dir(run.run_id) / attempt.evidence
+        assert raw.samples[0].stdout == (folder / "stdout.txt").read_text() != ""
 
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from fixtures_core.records.store import Store
 from fixtures_core.reports import terminal
-from fixtures_core.reports.shipgate import markdown_report, points, text_lines, verdict_text
+from fixtures_core.reports.shipgate import points, text_lines, verdict_text
 from tests.suites import EXAMPLE_SUITE, REPO, run_in_process
 
 
@@ -46,11 +46,13 @@ def test_report_md_is_written_beside_the_run_document(tmp_path: Path) -> None:
 
     report = (Store(tmp_path).run_dir(run.run_id) / "report.md").read_text()
 
-    assert report == markdown_report(run)
+    assert report == terminal.markdown(run) + "\n"  # one Markdown summary: report.md, --summary, the UI
+    assert report.startswith(f"# assay run `{run.run_id}`: **PASS**")
+    assert "## A/B suite `examples/ab/suite.md`" in report
     assert "| Fixture | careful | hasty | Margin | Verdict |" in report
     assert "| config-comments | 100 | 80 | +20 | PASS |" in report
     assert "| careful is never disqualified | hard | ok |" in report
-    assert "**SHIP-GATE VERDICT: PASS**" in report and report.rstrip().endswith("Run verdict: **PASS**")
+    assert "**SHIP-GATE VERDICT: PASS**" in report
 
 
 def test_the_terminal_report_ends_with_the_ship_gate_then_the_run_verdict(tmp_path: Path) -> None:
