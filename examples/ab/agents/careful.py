@@ -4,15 +4,9 @@ Usage: careful.py CASE TASK, run in the workspace. It edits files the way an
 agent would and prints a short transcript; it never touches the network.
 """
 
-import sys
 from pathlib import Path
 
-
-def edit(path, old, new):
-    text = Path(path).read_text()
-    assert old in text, f"{path}: expected text not found"
-    Path(path).write_text(text.replace(old, new, 1))
-    print(f"edited {path}")
+from tools import add_docstring, edit, main
 
 
 def loud_flag():
@@ -66,15 +60,5 @@ def config_comments():
     print("added tests/test_comments.py")
 
 
-def docstring():
-    edit(
-        "greet.py",
-        '    return f"Hello, {name}!"\n',
-        '    """The greeting for ``name``: ``Hello, NAME!``."""\n    return f"Hello, {name}!"\n',
-    )
-
-
 if __name__ == "__main__":
-    case, task = sys.argv[1], sys.argv[2]
-    print(f"careful agent: {task}")
-    {"loud-flag": loud_flag, "config-comments": config_comments, "docstring": docstring}[case]()
+    main("careful", {"loud-flag": loud_flag, "config-comments": config_comments, "docstring": add_docstring})

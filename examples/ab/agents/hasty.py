@@ -3,15 +3,7 @@
 Usage: hasty.py CASE TASK, run in the workspace.
 """
 
-import sys
-from pathlib import Path
-
-
-def edit(path, old, new):
-    text = Path(path).read_text()
-    assert old in text, f"{path}: expected text not found"
-    Path(path).write_text(text.replace(old, new, 1))
-    print(f"edited {path}")
+from tools import add_docstring, edit, main
 
 
 def loud_flag():
@@ -48,15 +40,5 @@ def config_comments():
     )
 
 
-def docstring():
-    edit(
-        "greet.py",
-        '    return f"Hello, {name}!"\n',
-        '    """The greeting for ``name``: ``Hello, NAME!``."""\n    return f"Hello, {name}!"\n',
-    )
-
-
 if __name__ == "__main__":
-    case, task = sys.argv[1], sys.argv[2]
-    print(f"hasty agent: {task}")
-    {"loud-flag": loud_flag, "config-comments": config_comments, "docstring": docstring}[case]()
+    main("hasty", {"loud-flag": loud_flag, "config-comments": config_comments, "docstring": add_docstring})

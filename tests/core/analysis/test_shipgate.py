@@ -223,3 +223,21 @@ def test_judged_repeats_average_per_sample_scores(tmp_path: Path) -> None:
     case = only_suite(run).cases[0]
     assert len(case.judgments) == 3 and {j.sample for j in case.judgments} == {0, 1, 2}
     assert case.margin == 15.0
+
+
+def test_any_number_of_arms_each_with_its_score_and_the_named_pair_for_the_margin(tmp_path: Path) -> None:
+    text = suite_text([("F1", "90", "70", "")]).replace(
+        'bare: {args: ["{{ .b }}"]}', 'bare: {args: ["{{ .b }}"]}\n  solo: {args: ["80"]}'
+    )
+    (tmp_path / "judge.py").write_text(JUDGE)
+    (tmp_path / "suite.md").write_text(text)
+
+    run = run_in_process(tmp_path / "suite.md", tmp_path / ".assay")
+
+    suite = only_suite(run)
+    case = suite.cases[0]
+    assert suite.arms == ("variant", "bare", "solo")
+    assert {arm: o.score for arm, o in case.arms.items()} == {"variant": 90.0, "bare": 70.0, "solo": 80.0}
+    assert case.margin == 20.0  # compare: [variant, bare]
+    assert sorted(case.judgments[0].labels) == ["A", "B", "C"]  # one call sees every arm, blind
+    assert [r.name for r in run.rows] == ["F1/variant", "F1/bare", "F1/solo"]

@@ -19,6 +19,7 @@ from fixtures_core.execution.judge import (
     judge_sample,
     labels_for,
     parse_output,
+    provenance_of,
 )
 from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.results import Check, SampleResult
@@ -202,3 +203,10 @@ def test_swap_keeps_an_agreed_winner(tmp_path: Path) -> None:
 
     assert (judgment.winner, judgment.swapped_winner, judgment.disagreement) == ("variant", "variant", False)
     assert judgment.scores["variant"].total == 80.0 and judgment.scores["bare"].findings == ("weak",)
+
+
+def test_the_provenance_command_is_recorded(tmp_path: Path) -> None:
+    spec = JudgeSpec(command=("true",), line=1, provenance="echo judge-model 4.2; echo more")
+    assert provenance_of(spec, str(tmp_path), ProcessGroups()) == "judge-model 4.2\nmore"
+    failing = JudgeSpec(command=("true",), line=1, provenance="echo nope >&2; exit 3")
+    assert provenance_of(failing, str(tmp_path), ProcessGroups()) == "provenance command failed (exit code 3): nope"
