@@ -9,13 +9,14 @@ import pytest
 from fixtures_core.errors import BaselineError
 from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.store import Store
+from tests.core.conftest import ExampleRun
 from tests.suites import EXAMPLE_SUITE, run_in_process
 
 
-def test_raw_rows_come_back_with_their_samples_and_attempts(tmp_path: Path) -> None:
-    run = run_in_process(EXAMPLE_SUITE, tmp_path)
+def test_raw_rows_come_back_with_their_samples_and_attempts(example_run: ExampleRun) -> None:
+    run, state = example_run.run, example_run.state
 
-    rows = raw_rows(Store(tmp_path).run_dir(run.run_id))
+    rows = raw_rows(Store(state).run_dir(run.run_id))
 
     assert list(rows) == [row.id for row in run.rows]
     for finished in run.rows:
@@ -28,7 +29,7 @@ def test_raw_rows_come_back_with_their_samples_and_attempts(tmp_path: Path) -> N
         assert finished.samples[0].stdout == "" and finished.samples[0].excerpted
         attempt = raw.samples[0].attempt
         assert attempt is not None
-        folder = Store(tmp_path).run_dir(run.run_id) / attempt.evidence
+        folder = Store(state).run_dir(run.run_id) / attempt.evidence
         assert raw.samples[0].stdout == (folder / "stdout.txt").read_text() != ""
 
 

@@ -14,8 +14,8 @@ from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from
 from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
+from tests.core.conftest import ExampleRun
 from tests.pipeline import run_fixture
-from tests.suites import EXAMPLE_SUITE, run_in_process
 
 
 def small_run() -> RunResult:
@@ -164,11 +164,11 @@ def test_blessing_an_older_run_writes_it_in_the_current_form(tmp_path: Path) -> 
     assert (sample["stdout"], sample["excerpted"]) == ("", True)
 
 
-def test_an_ab_suite_run_round_trips(tmp_path: Path) -> None:
-    run = run_in_process(EXAMPLE_SUITE, tmp_path)
+def test_an_ab_suite_run_round_trips(example_run: ExampleRun) -> None:
+    run = example_run.run
     assert run.suites and run.suites[0].cases[0].judgments
 
-    assert load_run(Store(tmp_path).run_file(run.run_id)) == run
+    assert load_run(Store(example_run.state).run_file(run.run_id)) == run
     document = to_document(run)
     assert list(document)[-2:] == ["summary", "suites"]
     case = document["suites"][0]["cases"][0]

@@ -11,6 +11,7 @@ from rich.console import Console
 from fixtures_core.records.store import Store
 from fixtures_core.reports import terminal
 from fixtures_core.reports.shipgate import points, text_lines, verdict_text
+from tests.core.conftest import ExampleRun
 from tests.suites import EXAMPLE_SUITE, REPO, run_in_process
 
 
@@ -20,9 +21,8 @@ def test_points_read_like_the_seed() -> None:
     ]  # fmt: skip
 
 
-def test_the_example_suite_report(tmp_path: Path) -> None:
-    run = run_in_process(EXAMPLE_SUITE, tmp_path)
-    (suite,) = run.suites
+def test_the_example_suite_report(example_run: ExampleRun) -> None:
+    (suite,) = example_run.run.suites
 
     lines = text_lines(suite)
 
@@ -41,10 +41,10 @@ def test_the_example_suite_report(tmp_path: Path) -> None:
     assert verdict_text(suite) == "SHIP-GATE VERDICT: PASS"
 
 
-def test_report_md_is_written_beside_the_run_document(tmp_path: Path) -> None:
-    run = run_in_process(EXAMPLE_SUITE, tmp_path)
+def test_report_md_is_written_beside_the_run_document(example_run: ExampleRun) -> None:
+    run = example_run.run
 
-    report = (Store(tmp_path).run_dir(run.run_id) / "report.md").read_text()
+    report = (Store(example_run.state).run_dir(run.run_id) / "report.md").read_text()
 
     assert report == terminal.markdown(run) + "\n"  # one Markdown summary: report.md, --summary, the UI
     assert report.startswith(f"# assay run `{run.run_id}`: **PASS**")
@@ -67,9 +67,8 @@ def test_the_terminal_report_ends_with_the_ship_gate_then_the_run_verdict(tmp_pa
     assert text.index("SHIP-GATE VERDICT: DRY RUN PASS") < text.index("PASS  6 passed")
 
 
-def test_readme_shows_the_example_suites_real_report(tmp_path: Path) -> None:
-    run = run_in_process(EXAMPLE_SUITE, tmp_path)
-    (suite,) = run.suites
+def test_readme_shows_the_example_suites_real_report(example_run: ExampleRun) -> None:
+    (suite,) = example_run.run.suites
     readme = (REPO / "README.md").read_text()
     start = readme.index("A/B suite examples/ab/suite.md\n")
     shown = readme[start : readme.index("SHIP-GATE VERDICT", start)].splitlines()
