@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fixtures_core.spec import Aggregate, Direction, Threshold
+from fixtures_core.suite import Attempt
 
 Status = Literal["PASS", "FAIL", "ERR", "SKIP"]
 Outcome = Literal["pass", "fail", "error", "not_evaluated"]
@@ -72,6 +73,7 @@ class SampleResult:
     truncated: bool = False
     error: str | None = None
     indeterminate: bool = False
+    attempt: Attempt | None = None  # an A/B arm's workspace evidence
     excerpted: bool = False
 
     @property
@@ -87,6 +89,7 @@ class MetricComparison:
     status: Outcome
     baseline_value: float | None = None
     regression_percent: float | None = None
+    regression_points: float | None = None
     error: str | None = None
 
 

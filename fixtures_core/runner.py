@@ -11,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from fixtures_core.abstage import Evidence, judge_run, run_status, suite_outcomes, write_report
 from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
 from fixtures_core.analysis.finalize import finalize_rows, summarize
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
+from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
 from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
 from fixtures_core.records.shareable import shareable_row
@@ -42,6 +45,10 @@ class RunOptions:
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     baseline: str | None = None
     tolerance: float = 0.0
+    dry_run: bool = False  # A/B suites: prepare, set up and verify; never run an arm or the judge
+    judge: str | None = None  # a judge command line replacing every suite's own
+    seed: int | None = None  # the seed of the judge's blind labels (default: the suite's, else a new one)
+    rejudge: str | None = None  # the run whose evidence this run re-judges
     html: str | None = None
     junit: str | None = None
     summary: str | None = None
@@ -72,6 +79,10 @@ class RunOptions:
             raise UsageError(f"--k must be >= 1, got {self.k}")
         if self.engine not in ("prefect", "local"):
             raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
+        if self.dry_run and self.baseline is not None:
+            raise UsageError("--dry-run scores nothing, so it cannot be compared with a --baseline")
+        if self.seed is not None and self.seed < 0:
+            raise UsageError(f"--seed must be >= 0, got {self.seed}")
         check_tolerance(self.tolerance)
         self.reports.check()
 
@@ -106,6 +117,8 @@ def plan(options: RunOptions) -> Plan:
     options.check()
     baseline = load_baseline(options) if options.baseline is not None else None
     matrix = load_matrix(options.paths)
+    if options.judge is not None:
+        matrix = with_judge(matrix, options.judge)
     errors = validate_matrix(matrix)
     if errors:
         raise ValidationFailed(errors)
@@ -170,21 +183,60 @@ def interruption(groups: ProcessGroups) -> str | None:
     return "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
 
 
+@dataclass(frozen=True)
+class Rejudging:
+    """A run that re-judges another's evidence: which run, and the folder holding its attempts."""
+
+    run_id: str
+    evidence_run: str
+
+
+def settings_for(options: RunOptions, run_id: str) -> RunSettings:
+    """What every sample of a run shares (A/B attempts keep their evidence in the run's folder)."""
+    return RunSettings(
+        run_id=run_id,
+        capture_limit=options.capture_limit,
+        evidence_dir=str(store_for(options).run_dir(run_id)),
+        dry_run=options.dry_run,
+    )
+
+
 def complete(
     recorder: Recorder,
     options: RunOptions,
     rows: Sequence[RowResult],
     error: str | None = None,
     baseline: Baseline | None = None,
+    groups: ProcessGroups | None = None,
+    rejudging: Rejudging | None = None,
 ) -> RunResult:
-    """Finalize the rows, build the run document, write it and the report files asked for; return it."""
+    """Judge A/B suites, finalize the rows, build the run document, write it and the report files
+    asked for; return it."""
     matrix = recorder.matrix
-    finished = [shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(matrix.rows, rows, options.k)]
+    store = recorder.store
+    evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
+    evidence = Evidence(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
+    skip_judge = options.dry_run or error is not None
+    judged = judge_run(
+        matrix.rows, rows, evidence, groups or ProcessGroups(), options.parallel, options.seed, skip_judge
+    )
+    finished = [
+        shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
+    ]
     by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
     for row in finished:
         by_file[row.file].append(row)
     summary = summarize(finished, options.k, options.group_by)
-    status: Status = worst(summary.status, "ERR" if error or len(finished) < len(matrix.rows) else "PASS")
+    suites = suite_outcomes(
+        judged,
+        finished,
+        (baseline.path, baseline.run) if baseline is not None else None,
+        options.dry_run,
+        rejudging.run_id if rejudging is not None else None,
+        rejudging.evidence_run if rejudging is not None else None,
+    )
+    incomplete = error or len(finished) < len(matrix.rows)
+    status: Status = worst(run_status(judged.specs, finished, suites), "ERR" if incomplete else "PASS")
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
     run = RunResult(
@@ -200,9 +252,11 @@ def complete(
             FixtureResult(f.identity or f.path, f.sha256, tuple(by_file[f.identity or f.path])) for f in matrix.files
         ),
         summary=summary,
+        suites=suites,
     )
     run = compare_with_baseline(run, options, baseline)
-    recorder.store.write_run(run)
+    store.write_run(run)
+    write_report(store.run_dir(run.run_id), run)
     options.reports.write(run, step_summary_file())
     return run
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # suite builds on this module's types
+    from fixtures_core.suite import ArmRow
 
 Aggregate = Literal["mean", "median", "min", "max", "p95"]
 Direction = Literal["lower", "higher", "none"]
@@ -20,14 +23,21 @@ DEFAULT_TIMEOUT_S = 120.0
 
 @dataclass(frozen=True)
 class Threshold:
-    """Limits on a metric's aggregate: absolute bounds and allowed worsening in percent."""
+    """Limits on a metric's aggregate: absolute bounds and allowed worsening, in percent or in points
+    (the metric's own unit: "no fixture loses more than 5 points")."""
 
     min: float | None = None
     max: float | None = None
     regression_percent: float | None = None
+    regression_points: float | None = None
 
     def is_empty(self) -> bool:
-        return self.min is None and self.max is None and self.regression_percent is None
+        return self.min is None and self.max is None and not self.limits_regression
+
+    @property
+    def limits_regression(self) -> bool:
+        """True when a worsening against a baseline can fail (percent or points)."""
+        return self.regression_percent is not None or self.regression_points is not None
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,7 @@ class RowSpec:
     indeterminate: str | None = None
     source_dir: str = ""  # the fixture file's folder, absolute: ``{{ .sourceDir }}``
     fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
+    ab: ArmRow | None = None  # the row's case and arm in an A/B suite
     redaction: Redaction = field(default_factory=Redaction)
 
     @property
@@ -108,8 +119,12 @@ class RowSpec:
         return f"{self.fixture_id or self.file}::{self.name}"
 
     def compared_baselines(self) -> set[str]:
-        """Names of the other rows this row's metrics compare with (a row naming itself is the baseline)."""
-        return {name for m in self.metrics if (name := m.baseline_for(self.name)) is not None}
+        """Names of the other rows this row compares with: its metrics' baseline rows (a row
+        naming itself is the baseline) and the other arms of its A/B case (the judge needs them)."""
+        names = {name for m in self.metrics if (name := m.baseline_for(self.name)) is not None}
+        if self.ab is not None and self.ab.arm is not None:
+            names |= {self.ab.sibling(arm.name) for arm in self.ab.suite.arms} - {self.name}
+        return names
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult
-from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, store_for
+from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, settings_for, store_for
 
 
 def run_locally(
@@ -17,9 +17,8 @@ def run_locally(
 ) -> RunResult:
     """Run a planned matrix on ``options.parallel`` threads and close the run."""
     recorder = Recorder(store_for(options), run_id, planned.matrix, listener=listener)
-    settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
-    rows = run_rows_locally(recorder, settings, groups, options.parallel)
-    return complete(recorder, options, rows, interruption(groups), planned.baseline)
+    rows = run_rows_locally(recorder, settings_for(options, run_id), groups, options.parallel)
+    return complete(recorder, options, rows, interruption(groups), planned.baseline, groups)
 
 
 def run_rows_locally(

@@ -40,6 +40,7 @@ from fixtures_core.runner import (  # noqa: E402
     complete,
     interruption,
     plan,
+    settings_for,
     store_for,
 )
 from fixtures_core.spec import RowSpec  # noqa: E402
@@ -101,7 +102,7 @@ def finalize_task(
     recorder: Recorder, options: RunOptions, rows: list[RowResult], error: str | None, baseline: Baseline | None
 ) -> RunResult:
     """Metrics, comparisons, verdict; the run document and the UI artifacts."""
-    run = complete(recorder, options, rows, error, baseline)
+    run = complete(recorder, options, rows, error, baseline, process_groups(recorder.run_id))
     create_markdown_artifact(key="assay-report", markdown=terminal.markdown(run), description="assay run report")
     create_table_artifact(
         key="assay-rows",
@@ -142,7 +143,7 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
     try:
         planned = live.plan or plan(options)
         recorder = Recorder(store_for(options), run_id, planned.matrix, listener=live.listener)
-        settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
+        settings = settings_for(options, run_id)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
         with runner.duplicate() as pool:
             shared = {"settings": opaque(settings), "recorder": opaque(recorder)}

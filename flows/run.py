@@ -23,7 +23,8 @@ from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.records.store import Store, new_run_id
+from fixtures_core.records.store import Store, bless_refusal, new_run_id
+from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import Progress
@@ -35,6 +36,7 @@ HTML_HELP = "Write a self-contained HTML report (plots, drill-down) here."
 JUNIT_HELP = "Write JUnit XML here (a testcase per row) for CI test tabs."
 SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."
 FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
+JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 out = Console(highlight=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -85,23 +87,54 @@ def run_command(
     progress_interval: Annotated[
         float, typer.Option("--progress-interval", help="Seconds between plain progress lines.")
     ] = DEFAULT_INTERVAL_S,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="A/B suites: prepare workspaces, run setup and verify; no arm, no judge.")
+    ] = False,
+    bless: Annotated[
+        bool, typer.Option("--bless", help="Bless the run as 'shipped' when its verdict is PASS.")
+    ] = False,
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the judge's blind A/B labels.")] = None,
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
-    if json_path is not None and json_path.is_dir():
-        raise UsageError(f"--json {json_path} is a folder: give a file path")
+    _check_json_path(json_path)
     if not progress_interval > 0:
         raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
+    if bless and dry_run:
+        raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
-        html=html, junit=junit, summary=summary, frame=frame,
+        html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
     )  # fmt: skip
     run = execute_run(options, progress, progress_interval)
+    _report(run, json_path)
+    if bless:
+        _bless_if_passed(run, out_dir)
+    raise Exit(EXIT[run.verdict])
+
+
+def _check_json_path(json_path: Path | None) -> None:
+    if json_path is not None and json_path.is_dir():
+        raise UsageError(f"--json {json_path} is a folder: give a file path")
+
+
+def _report(run: RunResult, json_path: Path | None) -> None:
+    """Write ``--json`` and print the terminal report."""
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
     terminal.render(run, out)
-    raise Exit(EXIT[run.verdict])
+
+
+def _bless_if_passed(run: RunResult, out_dir: str) -> None:
+    """``run --bless``: bless a PASS run as 'shipped'; say why another is not blessed."""
+    refusal = bless_refusal(run)
+    if refusal is not None:
+        out.print(f"not blessed: {refusal}", markup=False)
+        return
+    target = Store(Path(out_dir)).bless(run.run_id, "shipped")
+    out.print(f"blessed {run.run_id} as 'shipped': {target}", markup=False)
 
 
 def execute_run(options: RunOptions, progress: Mode = Mode.OFF, interval: float = DEFAULT_INTERVAL_S) -> RunResult:
@@ -161,10 +194,40 @@ def bless_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file or run id.")],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = "shipped",
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+    force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR or dry run anyway.")] = False,
 ) -> None:
-    """Promote a run to a named baseline (``--baseline NAME`` then finds it)."""
-    target = Store(Path(out_dir)).bless(run_ref, name)
+    """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS unless --force."""
+    target = Store(Path(out_dir)).bless(run_ref, name, force=force)
     out.print(f"blessed {run_ref} as '{name}': {target}", markup=False)
+
+
+@app.command("rejudge")
+def rejudge_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id or 'latest'.")],
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
+    seed: Annotated[
+        Optional[int], typer.Option("--seed", help="Seed of the blind labels (default: the run's).")
+    ] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare with a saved run.")] = None,
+    tolerance: Annotated[float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates.")] = 0.0,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the new run.")] = None,
+    parallel: Annotated[int, typer.Option("--parallel", help="Judge calls at once.")] = 4,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Re-run the judge and the gates on a stored A/B run's evidence; no arm runs again. A new run."""
+    _check_json_path(json_path)
+    options = RunOptions(
+        paths=(), out=out_dir, judge=judge, seed=seed, baseline=baseline, tolerance=tolerance, label=label,
+        parallel=parallel, engine="local",
+    )  # fmt: skip
+    groups = ProcessGroups()
+    with _interrupts_cancel(groups):
+        rejudged = rejudge(run_ref, options, groups)
+    for warning in rejudged.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    _report(rejudged.run, json_path)
+    raise Exit(EXIT[rejudged.run.verdict])
 
 
 @app.command("compare")
@@ -229,7 +292,7 @@ def history_command(out_dir: Annotated[str, typer.Option("--out", help="State fo
     terminal.render_history(Store(Path(out_dir)).runs(), out)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history")
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -65,10 +65,16 @@ def row_programs(row: RowSpec) -> RowPrograms:
 
 
 def check_sample(
-    row: RowSpec, index: int, execution: Execution, tmpdir: str, names: Mapping[str, object] | None = None
+    row: RowSpec,
+    index: int,
+    execution: Execution,
+    tmpdir: str,
+    names: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> SampleResult:
     """Turn a finished execution into a sample result; ``names`` are the row's CEL names and values
-    besides the sample's own (env variables, properties, built-ins, in rising precedence)."""
+    besides the sample's own (env variables, properties, built-ins, in rising precedence); ``extra``
+    adds variables of the sample's own (an A/B attempt's evidence)."""
     stdout = execution.stdout.decode("utf-8", errors="replace")
     stderr = execution.stderr.decode("utf-8", errors="replace")
     base = dict(
@@ -94,6 +100,7 @@ def check_sample(
             **base,  # type: ignore[arg-type]
         )
     context = _context(row, index, stdout, stderr, execution, tmpdir, programs, names)
+    context.update(extra or {})
     not_json = f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
     if execution.truncated:
         not_json += " (stdout was cut at the capture limit)"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
+from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, ProcessGroups, execute
 from fixtures_core.parsing.builtins import platform_values
@@ -27,12 +28,18 @@ from fixtures_core.spec import RowSpec
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What every sample of a run shares."""
+    """What every sample of a run shares.
+
+    evidence_dir: the run's folder, where A/B attempts keep their evidence.
+    dry_run:      attempts prepare, set up and verify, but never start the command.
+    """
 
     run_id: str
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     tmp_root: str | None = None
     keep_tmp: bool = False
+    evidence_dir: str | None = None
+    dry_run: bool = False
 
 
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
@@ -58,6 +65,8 @@ def _execute_and_check(
     """The checked sample and the environment it ran with."""
     try:
         values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id)
+        if needs_attempt(row, settings.dry_run):
+            return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, groups), env
         argv = [render(arg, values) for arg in row.argv]
     except TemplateError as exc:
         return check_sample(row, index, Execution(None, b"", b"", 0.0, error=f"template: {exc}"), tmpdir), os.environ

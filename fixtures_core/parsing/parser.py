@@ -33,12 +33,13 @@ from fixtures_core.parsing.blocks import (
 from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
 from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.settings import Settings, apply_common
+from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import reject_broken_table, table_rows
 from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact",
+    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", *SUITE_KEYS,
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
 GAVEL_ONLY_KEYS = {
@@ -97,15 +98,34 @@ def parse_document(
     """Rows in file order, and warnings about what assay reads but does not run."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
     settings, body_start, warnings = _read_frontmatter(lines, path)
-    reader = _Reader(lines, body_start, settings, path)
-    reader.read(_MARKDOWN.parse("\n".join(lines[body_start:])))
+    tokens = _MARKDOWN.parse("\n".join(lines[body_start:]))
+    readers = [_Reader(lines, body_start, variant, path) for variant in _arm_variants(settings)]
+    for reader in readers:
+        reader.read(tokens)
     folder = str(Path(path).resolve().parent)
     rows = [
         replace(expanded, source_dir=folder, fixture_id=identity or path, redaction=settings.redaction)
-        for row in sorted(reader.rows, key=lambda r: r.line)  # a block ends after the tables inside it
-        for expanded in resolve_golden(row, folder)
+        for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
+        for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
     ]
-    return tuple(rows), tuple(sorted(warnings + reader.warnings, key=lambda w: w.line))
+    return finish_rows(rows, settings.suite), tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
+
+
+def _arm_variants(settings: Settings) -> list[Settings]:
+    """The settings of each arm of an A/B suite: an arm acts as the frontmatter of its copy of every row."""
+    arms = settings.suite.arms if settings.suite is not None else ()
+    if not arms:
+        return [settings]
+    return [
+        replace(
+            settings,
+            exec=arm.exec if arm.exec is not None else settings.exec,
+            args=arm.args if arm.args is not None else settings.args,
+            env={**settings.env, **arm.env},
+            properties={**settings.properties, **arm.properties, ARM_PROPERTY: arm.name},
+        )
+        for arm in arms
+    ]
 
 
 class _Reader:
@@ -288,6 +308,7 @@ def _settings_from(
         redaction=read_redaction(data["redact"], at("redact"), item_lines.get("redact", []))
         if "redact" in data
         else Redaction(),
+        suite=read_suite(data, key_lines, item_lines, path),
     )
     return apply_common(settings, data, key_lines, item_lines, path)
 

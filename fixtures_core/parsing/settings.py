@@ -18,6 +18,7 @@ from fixtures_core.parsing.config import (
     read_timeout,
 )
 from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec, PropertyValue, Redaction
+from fixtures_core.suite import SuiteSpec
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Settings:
     indeterminate: str | None = None
     code_blocks: tuple[str, ...] = ("bash",)
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    suite: SuiteSpec | None = None  # the file's A/B suite keys (frontmatter only)
     redaction: Redaction = field(default_factory=Redaction)  # frontmatter only: file-wide
 
     def platform_skip(self) -> str | None:

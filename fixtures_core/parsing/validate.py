@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
 from fixtures_core.parsing.builtins import UNSUPPORTED_NAMES, cel_names, template_names
+from fixtures_core.parsing.suite import validate_suites, workspace_names
 from fixtures_core.parsing.template import TemplateError, check_names
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
 
@@ -23,6 +24,7 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     for row in matrix.rows:
         errors.extend(_row_errors(row))
         errors.extend(_baseline_errors(row, rows_by_name))
+    errors.extend(validate_suites(matrix))
     return _unique(errors)
 
 
@@ -43,7 +45,7 @@ def _duplicate_names(rows: Iterable[RowSpec]) -> list[FixtureError]:
 
 def _row_errors(row: RowSpec) -> list[FixtureError]:
     errors = []
-    known = template_names(row)
+    known = [*template_names(row), *workspace_names(row)]
     templated = [("command", arg) for arg in row.argv] + [(f"env.{k}", v) for k, v in row.env.items()]
     if row.cwd:
         templated.append(("cwd", row.cwd))

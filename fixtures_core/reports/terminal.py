@@ -18,6 +18,7 @@ from fixtures_core.analysis.baseline import Comparison, render_comparison
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.errors import BaselineError
 from fixtures_core.records.rundoc import RunResult, load_run
+from fixtures_core.reports import shipgate
 from fixtures_core.results import MetricSummary, RowResult
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
@@ -41,6 +42,8 @@ def render(run: RunResult, console: Console) -> None:
         if row.status in ("FAIL", "ERR"):
             render_failure(row, console)
     render_suite(run, console)
+    for suite in run.suites:
+        shipgate.render(suite, console)
     if run.comparison is not None:
         console.print()
         render_comparison_lines(run.comparison, console)
@@ -222,6 +225,8 @@ def markdown(run: RunResult) -> str:
         )
     s = run.summary
     lines += ["", f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped"]
+    for suite in run.suites:
+        lines += ["", *shipgate.suite_markdown(suite)]
     if run.comparison is not None:
         lines += ["", "```", *render_comparison(run.comparison), "```"]
     return "\n".join(lines)

@@ -34,10 +34,11 @@ def local(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) ->
 def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> None:
     first = local([str(MATRIX), "--label", "shipped"], tmp_path)
     assert first.returncode == 1
-    run_cli(["bless", "latest", "--out", str(tmp_path / "state")], tmp_path)
+    run_cli(["bless", "latest", "--force", "--out", str(tmp_path / "state")], tmp_path)  # a FAIL run: forced
     page = tmp_path / "report.html"
     done = local([str(MATRIX), "--baseline", "shipped", "--group-by", "selector", "--html", str(page)], tmp_path)
-    assert done.returncode == 1, done.stderr
+    # With a baseline the verdict answers "did it regress?": the same rows fail as in the blessed run, so no.
+    assert done.returncode == 0, done.stderr
 
     screenshot = tmp_path / "report.png"
     count = "document.querySelectorAll({!r}).length".format
@@ -65,7 +66,7 @@ def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> Non
     assert loaded.errors == [], loaded.errors
     assert loaded.requests == [page.as_uri()], "the page must load nothing but itself"
     values = loaded.values
-    assert values["verdict"] == "FAIL"
+    assert values["verdict"] == "PASS"
     assert values["row_names"] == ["API high", "CLI high", "API low", "API flaky"]
     assert (values["plots"], values["samples"], values["aggregates"]) == (3, 60, 12)  # 3 metrics, 4 rows x 5
     assert all(height > 100 for height in values["plot_heights"])  # drawn, not collapsed

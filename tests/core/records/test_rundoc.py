@@ -14,6 +14,7 @@ from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from
 from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
+from tests.core.conftest import ExampleRun
 from tests.pipeline import run_fixture
 
 
@@ -161,3 +162,14 @@ def test_blessing_an_older_run_writes_it_in_the_current_form(tmp_path: Path) -> 
     blessed = store.bless(str(write(tmp_path, older)), "shipped")
     sample = json.loads(blessed.read_text())["fixtures"][0]["rows"][0]["samples"][0]
     assert (sample["stdout"], sample["excerpted"]) == ("", True)
+
+
+def test_an_ab_suite_run_round_trips(example_run: ExampleRun) -> None:
+    run = example_run.run
+    assert run.suites and run.suites[0].cases[0].judgments
+
+    assert load_run(Store(example_run.state).run_file(run.run_id)) == run
+    document = to_document(run)
+    assert list(document)[-2:] == ["summary", "suites"]
+    case = document["suites"][0]["cases"][0]
+    assert set(case["arms"]["careful"]) >= {"row", "status", "score", "axes", "verify_score"}
