@@ -105,9 +105,14 @@ def _with_record(
 
 
 def run_status(specs: Sequence[RowSpec], finished: Sequence[RowResult], suites: Sequence[SuiteOutcome]) -> Status:
-    """ERR > FAIL > PASS over the rows and the suites' ship gates; an arm row's FAIL is evidence
-    for its suite's gates, not a failure of the run (a worse arm is what a suite measures)."""
-    arm_rows = {spec.id for spec in specs if spec.ab is not None and spec.ab.arm is not None}
+    """ERR > FAIL > PASS over the rows and the suites' ship gates. In a suite with a hard gate, an
+    arm row's FAIL is evidence for the gates, not a failure of the run (a worse arm is what a suite
+    measures); without one, nothing else decides, so arm rows count like any row (never green by default)."""
+    arm_rows = {
+        spec.id
+        for spec in specs
+        if spec.ab is not None and spec.ab.arm is not None and any(g.severity == "hard" for g in spec.ab.suite.gates)
+    }
     counted = [
         row.status for row in finished if row.status != "SKIP" and (row.id not in arm_rows or row.status != "FAIL")
     ]

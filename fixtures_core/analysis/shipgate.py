@@ -15,8 +15,9 @@ Rules (seed 04, RUBRIC.md, generalised):
 * Gates see the cases that ran (SKIP and ERR cases are left out and named).
   A hard gate that is false fails the suite; a soft one warns; a gate that
   cannot be evaluated is an error (it fails closed).
-* An arm row's own FAIL (its CEL, exit code) is evidence here, not the verdict:
-  a worse arm is what a suite measures. ERR anywhere is ERR.
+* In a suite with a hard gate, an arm row's own FAIL (its CEL, exit code) is
+  evidence here, not the verdict: a worse arm is what a suite measures
+  (``abstage.run_status``; without a hard gate it fails the run). ERR anywhere is ERR.
 """
 
 from __future__ import annotations

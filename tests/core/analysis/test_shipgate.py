@@ -195,7 +195,8 @@ def test_regression_points_on_the_score_gate_against_the_blessed_run(tmp_path: P
 
 
 def test_an_arm_rows_failure_is_evidence_and_an_error_is_an_error(tmp_path: Path) -> None:
-    failing_bare = suite_text([("F1", "95", "80", "")]).replace(
+    hard = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}")
+    failing_bare = suite_text([("F1", "95", "80", "")], hard).replace(
         'bare: {args: ["{{ .b }}"]}', 'bare: {exec: bash, args: ["-c", "echo {{ .b }}; exit 1"]}'
     )
     (tmp_path / "judge.py").write_text(JUDGE)
@@ -204,7 +205,7 @@ def test_an_arm_rows_failure_is_evidence_and_an_error_is_an_error(tmp_path: Path
     run = run_in_process(tmp_path / "suite.md", tmp_path / ".assay")
 
     assert {r.name: r.status for r in run.rows} == {"F1/variant": "PASS", "F1/bare": "FAIL"}
-    assert run.verdict == "PASS"  # a worse arm is what a suite measures; the gates decide
+    assert run.verdict == "PASS"  # a worse arm is what a suite measures; the hard gate decides
     assert only_suite(run).cases[0].arms["bare"].status == "FAIL"
 
 
