@@ -11,14 +11,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from fixtures_core.abstage import Evidence, judge_run, run_status, suite_outcomes, write_report
 from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
 from fixtures_core.analysis.finalize import finalize_rows, summarize
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
+from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
 from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
+from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
+from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult, SampleResult, Status, worst
 from fixtures_core.spec import Matrix, RowSpec
 
@@ -39,6 +45,19 @@ class RunOptions:
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     baseline: str | None = None
     tolerance: float = 0.0
+    dry_run: bool = False  # A/B suites: prepare, set up and verify; never run an arm or the judge
+    judge: str | None = None  # a judge command line replacing every suite's own
+    seed: int | None = None  # the seed of the judge's blind labels (default: the suite's, else a new one)
+    rejudge: str | None = None  # the run whose evidence this run re-judges
+    html: str | None = None
+    junit: str | None = None
+    summary: str | None = None
+    frame: str | None = None
+
+    @property
+    def reports(self) -> ReportFiles:
+        """The report files this run writes once it is complete."""
+        return ReportFiles(html=self.html, junit=self.junit, summary=self.summary, frame=self.frame)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> RunOptions:
@@ -60,7 +79,12 @@ class RunOptions:
             raise UsageError(f"--k must be >= 1, got {self.k}")
         if self.engine not in ("prefect", "local"):
             raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
+        if self.dry_run and self.baseline is not None:
+            raise UsageError("--dry-run scores nothing, so it cannot be compared with a --baseline")
+        if self.seed is not None and self.seed < 0:
+            raise UsageError(f"--seed must be >= 0, got {self.seed}")
         check_tolerance(self.tolerance)
+        self.reports.check()
 
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""
@@ -93,6 +117,8 @@ def plan(options: RunOptions) -> Plan:
     options.check()
     baseline = load_baseline(options) if options.baseline is not None else None
     matrix = load_matrix(options.paths)
+    if options.judge is not None:
+        matrix = with_judge(matrix, options.judge)
     errors = validate_matrix(matrix)
     if errors:
         raise ValidationFailed(errors)
@@ -118,28 +144,61 @@ def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
 
 @dataclass
 class Recorder:
-    """Writes a run's evidence as it is produced: each sample, then each row's raw result."""
+    """Writes a run's evidence as it is produced (each sample, then each row's raw result)
+    and tells a listener (the progress display) after each write."""
 
     store: Store
     run_id: str
     matrix: Matrix
     started_at: str = field(default_factory=utc_now)
+    listener: ProgressListener | None = None
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
         self.store.prepare_evidence(self.run_id)
 
+    def on_row_start(self, row: RowSpec) -> None:
+        if self.listener is not None:
+            self.listener.row_started(row)
+
     def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
+        if self.listener is not None:
+            self.listener.sample_finished(row, sample)
 
     def on_row(self, row: RowResult) -> None:
         """A row's samples are done; its metrics and comparisons come at finalize."""
         self.store.write_row(self.run_id, self._index[row.id], row)
+        if self.listener is not None:
+            self.listener.row_finished(row)
+
+    def evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
+        path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
 
 
 def interruption(groups: ProcessGroups) -> str | None:
     """The run's error when it was cancelled by a signal, else None."""
     return "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
+
+
+@dataclass(frozen=True)
+class Rejudging:
+    """A run that re-judges another's evidence: which run, and the folder holding its attempts."""
+
+    run_id: str
+    evidence_run: str
+
+
+def settings_for(options: RunOptions, run_id: str) -> RunSettings:
+    """What every sample of a run shares (A/B attempts keep their evidence in the run's folder)."""
+    return RunSettings(
+        run_id=run_id,
+        capture_limit=options.capture_limit,
+        evidence_dir=str(store_for(options).run_dir(run_id)),
+        dry_run=options.dry_run,
+    )
 
 
 def complete(
@@ -148,15 +207,36 @@ def complete(
     rows: Sequence[RowResult],
     error: str | None = None,
     baseline: Baseline | None = None,
+    groups: ProcessGroups | None = None,
+    rejudging: Rejudging | None = None,
 ) -> RunResult:
-    """Finalize the rows, build the run document, write it; return it."""
+    """Judge A/B suites, finalize the rows, build the run document, write it and the report files
+    asked for; return it."""
     matrix = recorder.matrix
-    finished = finalize_rows(matrix.rows, rows, options.k)
+    store = recorder.store
+    evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
+    evidence = Evidence(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
+    skip_judge = options.dry_run or error is not None
+    judged = judge_run(
+        matrix.rows, rows, evidence, groups or ProcessGroups(), options.parallel, options.seed, skip_judge
+    )
+    finished = [
+        shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
+    ]
     by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
     for row in finished:
         by_file[row.file].append(row)
     summary = summarize(finished, options.k, options.group_by)
-    status: Status = worst(summary.status, "ERR" if error or len(finished) < len(matrix.rows) else "PASS")
+    suites = suite_outcomes(
+        judged,
+        finished,
+        (baseline.path, baseline.run) if baseline is not None else None,
+        options.dry_run,
+        rejudging.run_id if rejudging is not None else None,
+        rejudging.evidence_run if rejudging is not None else None,
+    )
+    incomplete = error or len(finished) < len(matrix.rows)
+    status: Status = worst(run_status(judged.specs, finished, suites), "ERR" if incomplete else "PASS")
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
     run = RunResult(
@@ -172,9 +252,12 @@ def complete(
             FixtureResult(f.identity or f.path, f.sha256, tuple(by_file[f.identity or f.path])) for f in matrix.files
         ),
         summary=summary,
+        suites=suites,
     )
     run = compare_with_baseline(run, options, baseline)
-    recorder.store.write_run(run)
+    store.write_run(run)
+    write_report(store.run_dir(run.run_id), run)
+    options.reports.write(run, step_summary_file())
     return run
 
 

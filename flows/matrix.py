@@ -49,6 +49,7 @@ from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
+from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runner import (  # noqa: E402
     Baseline,
@@ -58,6 +59,7 @@ from fixtures_core.runner import (  # noqa: E402
     complete,
     interruption,
     plan,
+    settings_for,
     store_for,
 )
 from fixtures_core.spec import RowSpec  # noqa: E402
@@ -102,6 +104,7 @@ class _LiveRun:
 
     groups: ProcessGroups = field(default_factory=ProcessGroups)
     board: RowBoard = field(default_factory=lambda: RowBoard(()))
+    listener: ProgressListener | None = None  # the command line's progress display
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -136,6 +139,7 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder, k: int | N
         return states.carried(state, SampleResult)
 
     live = _live(settings.run_id)
+    recorder.on_row_start(row)
     try:
         # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
         # would show them "RolledBack"); each sample keeps the state it ended in.
@@ -162,7 +166,7 @@ def finalize_task(
     suite: str,
 ) -> RunResult:
     """Metrics, comparisons, verdict; the run document, the UI artifacts and the finished event."""
-    run = complete(recorder, options, rows, error, baseline)
+    run = complete(recorder, options, rows, error, baseline, process_groups(recorder.run_id))
     document = recorder.store.run_file(run.run_id).resolve()
     create_markdown_artifact(
         key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
@@ -269,8 +273,8 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
     order = baselines_first(planned.matrix.rows)
     live.board = RowBoard(order)
     try:
-        recorder = Recorder(store_for(options), run_id, planned.matrix)
-        settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
+        recorder = Recorder(store_for(options), run_id, planned.matrix, listener=live.listener)
+        settings = settings_for(options, run_id)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
         with runner.duplicate() as pool:
             shared = {"settings": opaque(settings), "recorder": opaque(recorder), "k": options.k}
@@ -283,7 +287,9 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
                 live.groups.cancel()
                 wait(cast(list[Any], futures))
                 rows = _row_results(futures, order, live.board)
-                complete(recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline)
+                complete(
+                    recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline, live.groups
+                )
                 raise
         rows = _row_results(futures, order, live.board)
         error = interruption(live.groups)
@@ -314,6 +320,7 @@ def run_with_prefect(
     run_id: str,
     groups: ProcessGroups | None = None,
     planned: Plan | None = None,
+    listener: ProgressListener | None = None,
     backend: Backend | None = None,
     extra_tags: Sequence[str] = (),
     announce: Callable[[str], None] | None = None,
@@ -328,7 +335,8 @@ def run_with_prefect(
     """
     launch = Launch(run_id, options, planned or plan(options), tuple(extra_tags))
     with _LIVE_LOCK:
-        _LIVE[run_id] = _LiveRun(groups or ProcessGroups())  # the caller's signal handler kills these groups
+        # The caller's signal handler kills these groups.
+        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), listener=listener)
     updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
     if backend is not None and backend.api_url:
         updates["api.url"] = backend.api_url

@@ -23,14 +23,23 @@ from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.records.store import Store, new_run_id
+from fixtures_core.records.store import Store, bless_refusal, new_run_id
+from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
+from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.progress import Progress
 from fixtures_core.runner import RunOptions, plan
+from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 
 if TYPE_CHECKING:
     from flows.server import Backend
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
+HTML_HELP = "Write a self-contained HTML report (plots, drill-down) here."
+JUNIT_HELP = "Write JUnit XML here (a testcase per row) for CI test tabs."
+SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."
+FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
+JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 out = Console(highlight=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -71,31 +80,82 @@ def run_command(
         float,
         typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1 (pass -> fail always gates)."),
     ] = 0.0,
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    progress: Annotated[
+        Mode,
+        typer.Option(
+            "--progress", help="Progress on stderr: live on a terminal, a plain line per interval elsewhere, or off."
+        ),
+    ] = Mode.AUTO,
+    progress_interval: Annotated[
+        float, typer.Option("--progress-interval", help="Seconds between plain progress lines.")
+    ] = DEFAULT_INTERVAL_S,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="A/B suites: prepare workspaces, run setup and verify; no arm, no judge.")
+    ] = False,
+    bless: Annotated[
+        bool, typer.Option("--bless", help="Bless the run as 'shipped' when its verdict is PASS.")
+    ] = False,
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the judge's blind A/B labels.")] = None,
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
-    if json_path is not None and json_path.is_dir():
-        raise UsageError(f"--json {json_path} is a folder: give a file path")
+    _check_json_path(json_path)
+    if not progress_interval > 0:
+        raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
+    if bless and dry_run:
+        raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
+        html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
     )  # fmt: skip
     if tags and engine == "local":
         raise UsageError("--tag tags the Prefect flow run: --engine local has none")
     links: list[str] = []
-    run = execute_run(options, tuple(tags or ()), announce=links.append)
+    run = execute_run(options, progress, progress_interval, tuple(tags or ()), announce=links.append)
+    _report(run, json_path, links)
+    if bless:
+        _bless_if_passed(run, out_dir)
+    raise Exit(EXIT[run.verdict])
+
+
+def _check_json_path(json_path: Path | None) -> None:
+    if json_path is not None and json_path.is_dir():
+        raise UsageError(f"--json {json_path} is a folder: give a file path")
+
+
+def _report(run: RunResult, json_path: Path | None, links: Sequence[str] = ()) -> None:
+    """Write ``--json``, print the terminal report and the flow run's address in the Prefect UI."""
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
     terminal.render(run, out)
     for link in links:
         out.print(f"Prefect flow run: {link}", markup=False, soft_wrap=True)
-    raise Exit(EXIT[run.verdict])
+
+
+def _bless_if_passed(run: RunResult, out_dir: str) -> None:
+    """``run --bless``: bless a PASS run as 'shipped'; say why another is not blessed."""
+    refusal = bless_refusal(run)
+    if refusal is not None:
+        out.print(f"not blessed: {refusal}", markup=False)
+        return
+    target = Store(Path(out_dir)).bless(run.run_id, "shipped")
+    out.print(f"blessed {run.run_id} as 'shipped': {target}", markup=False)
 
 
 def execute_run(
-    options: RunOptions, tags: tuple[str, ...] = (), announce: Callable[[str], None] | None = None
+    options: RunOptions,
+    progress: Mode = Mode.OFF,
+    interval: float = DEFAULT_INTERVAL_S,
+    tags: tuple[str, ...] = (),
+    announce: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Plan (fail fast on configuration errors), then run on the chosen engine.
+    """Plan (fail fast on configuration errors), then run on the chosen engine, showing progress on stderr.
 
     The Prefect engine first picks its API (``flows.server``: PREFECT_API_URL,
     else this Prefect home's local server, started on first use); ``announce``
@@ -104,15 +164,16 @@ def execute_run(
     planned = plan(options)
     run_id = new_run_id()
     groups = ProcessGroups()
+    counts = Progress(planned.matrix)
     backend = None if options.engine == "local" else _prefect_backend()
-    with _interrupts_cancel(groups):
+    with _interrupts_cancel(groups), ProgressDisplay(counts, err, progress, interval):
         if options.engine == "local":
             from flows.local import run_locally
 
-            return run_locally(planned, options, run_id, groups)
+            return run_locally(planned, options, run_id, groups, counts)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups, planned, backend, tags, announce)
+        return run_with_prefect(options, run_id, groups, planned, counts, backend, tags, announce)
 
 
 def _prefect_backend() -> Backend:
@@ -151,11 +212,15 @@ class _interrupts_cancel:
 
 @app.command("validate")
 def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
-    """Parse and validate fixtures; run nothing."""
+    """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
     matrix = plan(RunOptions(paths=tuple(paths))).matrix
+    warnings = [w for f in matrix.files for w in f.warnings]
+    for warning in warnings:
+        err.print(f"warning: {warning}", markup=False)
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
-    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
+    noted = f", {len(warnings)} warnings" if warnings else ""
+    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
 
 
 @app.command("bless")
@@ -163,10 +228,40 @@ def bless_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file or run id.")],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = "shipped",
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+    force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR or dry run anyway.")] = False,
 ) -> None:
-    """Promote a run to a named baseline (``--baseline NAME`` then finds it)."""
-    target = Store(Path(out_dir)).bless(run_ref, name)
+    """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS unless --force."""
+    target = Store(Path(out_dir)).bless(run_ref, name, force=force)
     out.print(f"blessed {run_ref} as '{name}': {target}", markup=False)
+
+
+@app.command("rejudge")
+def rejudge_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id or 'latest'.")],
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
+    seed: Annotated[
+        Optional[int], typer.Option("--seed", help="Seed of the blind labels (default: the run's).")
+    ] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare with a saved run.")] = None,
+    tolerance: Annotated[float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates.")] = 0.0,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the new run.")] = None,
+    parallel: Annotated[int, typer.Option("--parallel", help="Judge calls at once.")] = 4,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Re-run the judge and the gates on a stored A/B run's evidence; no arm runs again. A new run."""
+    _check_json_path(json_path)
+    options = RunOptions(
+        paths=(), out=out_dir, judge=judge, seed=seed, baseline=baseline, tolerance=tolerance, label=label,
+        parallel=parallel, engine="local",
+    )  # fmt: skip
+    groups = ProcessGroups()
+    with _interrupts_cancel(groups):
+        rejudged = rejudge(run_ref, options, groups)
+    for warning in rejudged.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    _report(rejudged.run, json_path)
+    raise Exit(EXIT[rejudged.run.verdict])
 
 
 @app.command("compare")
@@ -195,6 +290,34 @@ def compare_command(
     comparison = compare(baseline, current, tolerance, str(baseline_path))
     terminal.render_comparison_lines(comparison, out)
     raise Exit(1 if comparison.regressed else 0)
+
+
+@app.command("show")
+def show_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Print a saved run's report, as the run printed it."""
+    terminal.render(load_run(Store(Path(out_dir)).resolve_run(run_ref)), out)
+
+
+@app.command("report")
+def report_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Write report files of a saved run: HTML, JUnit XML, Markdown summary, sample frame."""
+    files = ReportFiles(html=html, junit=junit, summary=summary, frame=frame)
+    if not files.named():
+        raise UsageError("assay report: give at least one of --html, --junit, --summary, --frame")
+    files.check()
+    run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
+    for path in files.write(run, step_summary_file() if summary is not None else None):
+        out.print(f"wrote {path}", markup=False)
 
 
 @app.command("history")
@@ -242,7 +365,7 @@ def server_status_command() -> None:
     raise Exit(0 if find(home) is not None else 1)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "history", "server")
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge", "server")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

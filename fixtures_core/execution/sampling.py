@@ -13,10 +13,12 @@ import os
 import selectors
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 DEFAULT_CAPTURE_LIMIT = 1024 * 1024
 _CHUNK = 65536
@@ -77,21 +79,23 @@ def execute(
     env: Mapping[str, str] | None = None,
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
     groups: ProcessGroups | None = None,
+    stdin: bytes | None = None,
 ) -> Execution:
-    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes."""
+    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes; ``stdin`` is its input."""
     started = time.monotonic()
     if groups is not None and groups.cancelled.is_set():
         return Execution(None, b"", b"", 0.0, cancelled=True, error="cancelled before start")
     try:
-        process = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        with _input(stdin) as source:  # a file, not a pipe: a large input can never block the reader below
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=source,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
     except OSError as exc:
         return Execution(None, b"", b"", _ms_since(started), error=_start_error(argv, cwd, exc))
     if groups is not None:
@@ -115,6 +119,17 @@ def execute(
         timed_out=timed_out,
         cancelled=cancelled,
     )
+
+
+@contextlib.contextmanager
+def _input(data: bytes | None) -> Iterator[int | IO[bytes]]:
+    if data is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        yield handle
 
 
 def _start_error(argv: Sequence[str], cwd: str | None, exc: OSError) -> str:

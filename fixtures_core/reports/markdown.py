@@ -1,10 +1,10 @@
 """The Markdown report of a run: what the terminal report says, as Markdown.
 
 One renderer for every place that shows a run as Markdown (the Prefect
-artifact, a CI step summary, ``report.md``): the rows table, the metrics
+artifact, the CI step summary, ``report.md``): the rows table, the metrics
 table with baselines, why each row failed (file:line, CEL, failing samples,
-output excerpts), suite pass@k figures, the comparison with a saved run, the
-verdict, and where the run document is.
+output excerpts), suite pass@k figures, A/B ship gates, the comparison with a
+saved run, the verdict, and where the run document is.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fixtures_core.analysis.baseline import render_comparison
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe
+from fixtures_core.reports import describe, shipgate
 
 
 def render(run: RunResult, document: str | Path | None = None) -> str:
@@ -33,6 +33,8 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     suite = describe.suite_lines(run)
     if suite:
         lines += ["", "## Suite", "", *(f"- {line.strip()}" for line in suite)]
+    for outcome in run.suites:
+        lines += ["", *shipgate.suite_markdown(outcome)]
     if run.comparison is not None:
         lines += ["", "## Comparison with the baseline", "", *_fenced(render_comparison(run.comparison))]
     note = describe.no_comparison_note(run)

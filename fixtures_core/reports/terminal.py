@@ -16,7 +16,7 @@ from rich.text import Text
 from fixtures_core.analysis.baseline import Comparison, render_comparison
 from fixtures_core.errors import BaselineError
 from fixtures_core.records.rundoc import RunResult, load_run
-from fixtures_core.reports import describe
+from fixtures_core.reports import describe, shipgate
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _MARK_STYLE = {"informational": "dim", "fail": "red", "error": "magenta", "not_evaluated": "dim", "ok": "green"}
@@ -33,6 +33,8 @@ def render(run: RunResult, console: Console) -> None:
     lines = describe.suite_lines(run)
     if lines:
         console.print("\n" + "\n".join(lines), markup=False)
+    for suite in run.suites:
+        shipgate.render(suite, console)
     if run.comparison is not None:
         console.print()
         render_comparison_lines(run.comparison, console)
