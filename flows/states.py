@@ -23,7 +23,7 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe
+from fixtures_core.reports import describe, reasons
 from fixtures_core.results import RowResult, SampleResult
 
 T = TypeVar("T")
@@ -76,13 +76,11 @@ def sample_state(sample: SampleResult) -> State[Any]:
 
 
 def sample_reason(sample: SampleResult) -> str:
-    """Why a sample did not pass: its error, the failing expectation or the false CEL, and the exit code."""
-    if sample.error:
-        reason = sample.error
-    elif sample.assertions is not None and sample.assertions.status != "pass":
-        reason = sample.assertions.error or f"CEL is false: {sample.assertions.expression}"
-    else:
-        reason = sample.command.error or "did not pass"
+    """Why a sample did not pass (the reports' words), with the false CEL itself and the exit code."""
+    reason = reasons.sample_reason(sample)
+    assertion = sample.assertions
+    if reason == reasons.CEL_FALSE and assertion is not None and assertion.expression:
+        reason += f": {assertion.expression}"
     if sample.exit_code is not None and "exit code" not in reason:
         reason += f" (exit code {sample.exit_code})"
     return reason

@@ -24,10 +24,11 @@ def test_a_false_cel_sample_is_failed_with_its_expression_and_exit_code() -> Non
     bad = sample(2, "FAIL", assertions=Check("fail", expression="json.ok"), stderr="boom\n" * 20)
     state = sample_state(bad)
     assert state.is_failed() and state.name == "Failed"
-    assert state.message == "FAIL: CEL is false: json.ok (exit code 0)"
+    assert state.message == "FAIL: CEL assertion false: json.ok (exit code 0)"
     assert carried(state, SampleResult) is bad
     log = sample_log("r", bad)
-    assert log.startswith("sample 2 of 'r' FAIL: CEL is false: json.ok") and log.count("boom") == 4  # the first 4 lines
+    assert log.startswith("sample 2 of 'r' FAIL: CEL assertion false: json.ok")
+    assert log.count("boom") == 4  # the first 4 lines of stderr
 
 
 def test_a_sample_that_ran_out_of_time_is_timed_out() -> None:

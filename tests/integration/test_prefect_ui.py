@@ -99,7 +99,7 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     # Samples: failing ones Failed with the false CEL; passing ones stay Completed (never rolled back).
     for index in range(5):
         name, message = seen.state(f"API low #{index}")
-        assert name == "Failed" and message.startswith('FAIL: CEL is false: json.execution.state == "completed"')
+        assert name == "Failed" and message.startswith('FAIL: CEL assertion false: json.execution.state == "comp')
         assert message.endswith("(exit code 0)")
     assert [seen.state(f"API flaky #{i}")[0] for i in range(5)] == ["Completed"] * 3 + ["Failed", "Completed"]
     assert {seen.state(f"CLI high #{i}")[0] for i in range(5)} == {"Completed"}
@@ -108,7 +108,7 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     logs = seen.log_text()
     for row in ("API high", "CLI high", "API low", "API flaky"):
         assert f"row '{row}' (examples/matrix.md:" in logs
-    assert "sample 3 of 'API flaky' FAIL: CEL is false" in logs
+    assert "sample 3 of 'API flaky' FAIL: CEL assertion false" in logs
     document = (tmp_path / "state" / "runs" / run_id / "run.json").resolve()
     assert f"assay verdict FAIL (run {run_id}): failing rows" in logs and f"run document {document}" in logs
 
