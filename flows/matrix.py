@@ -15,10 +15,10 @@ automations (``flows.events``).
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -89,7 +89,7 @@ class Launch:
 
 
 # Set by run_with_prefect around its flow call: a command-line run is planned before it starts.
-_LAUNCH: ContextVar[Launch | None] = ContextVar("assay_launch", default=None)
+_LAUNCH: contextvars.ContextVar[Launch | None] = contextvars.ContextVar("assay_launch", default=None)
 
 
 def _launched() -> Launch | None:
@@ -359,7 +359,8 @@ def run_with_prefect(
         finally:
             _LAUNCH.reset(token)
 
-    thread = threading.Thread(target=target, name="assay-flow", daemon=True)
+    # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
     while thread.is_alive():
         thread.join(timeout=0.2)  # short waits keep the main thread responsive to signals
