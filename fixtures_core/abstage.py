@@ -16,7 +16,7 @@ from fixtures_core.execution.judge import JudgeSettings, rubric_digest
 from fixtures_core.execution.judging import SuiteJudging, judge_suite, new_seed, suites_of
 from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult, write_text_atomic
-from fixtures_core.reports.terminal import markdown
+from fixtures_core.reports import markdown
 from fixtures_core.results import RowResult, Status, worst
 from fixtures_core.spec import RowSpec
 
@@ -123,4 +123,4 @@ def write_report(run_dir: Path, run: RunResult) -> None:
     """``report.md`` beside ``run.json`` for a run with suites: the run's one Markdown summary
     (the same as ``--summary`` and the Prefect artifact), ship-gate report included."""
     if run.suites:
-        write_text_atomic(run_dir / REPORT, markdown(run) + "\n")
+        write_text_atomic(run_dir / REPORT, markdown.render(run, (run_dir / "run.json").resolve()))

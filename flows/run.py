@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import click
 import typer
@@ -30,6 +30,9 @@ from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import Progress
 from fixtures_core.runner import RunOptions, plan
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
+
+if TYPE_CHECKING:
+    from flows.server import Backend
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 HTML_HELP = "Write a self-contained HTML report (plots, drill-down) here."
@@ -66,6 +69,9 @@ def run_command(
     ] = None,
     parallel: Annotated[int, typer.Option("--parallel", help="Rows run at once.")] = 4,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the run.")] = None,
+    tags: Annotated[
+        Optional[list[str]], typer.Option("--tag", help="A Prefect tag for the flow run (repeatable).")
+    ] = None,
     engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
     baseline: Annotated[
         Optional[str], typer.Option("--baseline", help="Compare with a saved run: a run file, run id or blessed name.")
@@ -107,8 +113,11 @@ def run_command(
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
     )  # fmt: skip
-    run = execute_run(options, progress, progress_interval)
-    _report(run, json_path)
+    if tags and engine == "local":
+        raise UsageError("--tag tags the Prefect flow run: --engine local has none")
+    links: list[str] = []
+    run = execute_run(options, progress, progress_interval, tuple(tags or ()), announce=links.append)
+    _report(run, json_path, links)
     if bless:
         _bless_if_passed(run, out_dir)
     raise Exit(EXIT[run.verdict])
@@ -119,12 +128,14 @@ def _check_json_path(json_path: Path | None) -> None:
         raise UsageError(f"--json {json_path} is a folder: give a file path")
 
 
-def _report(run: RunResult, json_path: Path | None) -> None:
-    """Write ``--json`` and print the terminal report."""
+def _report(run: RunResult, json_path: Path | None, links: Sequence[str] = ()) -> None:
+    """Write ``--json``, print the terminal report and the flow run's address in the Prefect UI."""
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
     terminal.render(run, out)
+    for link in links:
+        out.print(f"Prefect flow run: {link}", markup=False, soft_wrap=True)
 
 
 def _bless_if_passed(run: RunResult, out_dir: str) -> None:
@@ -137,12 +148,24 @@ def _bless_if_passed(run: RunResult, out_dir: str) -> None:
     out.print(f"blessed {run.run_id} as 'shipped': {target}", markup=False)
 
 
-def execute_run(options: RunOptions, progress: Mode = Mode.OFF, interval: float = DEFAULT_INTERVAL_S) -> RunResult:
-    """Plan (fail fast on configuration errors), then run on the chosen engine, showing progress on stderr."""
+def execute_run(
+    options: RunOptions,
+    progress: Mode = Mode.OFF,
+    interval: float = DEFAULT_INTERVAL_S,
+    tags: tuple[str, ...] = (),
+    announce: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Plan (fail fast on configuration errors), then run on the chosen engine, showing progress on stderr.
+
+    The Prefect engine first picks its API (``flows.server``: PREFECT_API_URL,
+    else this Prefect home's local server, started on first use); ``announce``
+    gets the flow run's UI address.
+    """
     planned = plan(options)
     run_id = new_run_id()
     groups = ProcessGroups()
     counts = Progress(planned.matrix)
+    backend = None if options.engine == "local" else _prefect_backend()
     with _interrupts_cancel(groups), ProgressDisplay(counts, err, progress, interval):
         if options.engine == "local":
             from flows.local import run_locally
@@ -150,7 +173,18 @@ def execute_run(options: RunOptions, progress: Mode = Mode.OFF, interval: float 
             return run_locally(planned, options, run_id, groups, counts)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups, planned, counts)
+        return run_with_prefect(options, run_id, groups, planned, counts, backend, tags, announce)
+
+
+def _prefect_backend() -> Backend:
+    from flows.server import resolve_backend
+
+    return resolve_backend(say=_say)
+
+
+def _say(message: str) -> None:
+    """A progress line on stderr (e.g. while the local Prefect server starts)."""
+    err.print(f"assay: {message}", markup=False)
 
 
 class _interrupts_cancel:
@@ -292,7 +326,46 @@ def history_command(out_dir: Annotated[str, typer.Option("--out", help="State fo
     terminal.render_history(Store(Path(out_dir)).runs(), out)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge")
+server_app = typer.Typer(
+    no_args_is_help=True,
+    help="The local Prefect server ad-hoc runs use (Prefect's own background server of PREFECT_HOME).",
+)
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start_command(
+    port: Annotated[
+        Optional[int], typer.Option("--port", help="Port (default: 4200 when free, else a free one).")
+    ] = None,
+) -> None:
+    """Start this Prefect home's background server (or find it running) and wait until it answers."""
+    from flows.server import ensure_started, prefect_home
+
+    found = ensure_started(prefect_home(), port, say=_say)
+    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}", markup=False)
+
+
+@server_app.command("stop")
+def server_stop_command() -> None:
+    """Stop this Prefect home's background server and wait until it is gone."""
+    from flows.server import prefect_home, stop
+
+    stopped = stop(prefect_home())
+    out.print(f"stopped the local Prefect server (pid {stopped.pid})" if stopped else "no local Prefect server ran")
+
+
+@server_app.command("status")
+def server_status_command() -> None:
+    """Is this Prefect home's background server running, where, and does it answer (exit 1 if not running)."""
+    from flows.server import find, prefect_home, status
+
+    home = prefect_home()
+    out.print(status(home), markup=False)
+    raise Exit(0 if find(home) is not None else 1)
+
+
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge", "server")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -344,8 +417,19 @@ def _invoke(call: Callable[[], object]) -> int:
 
 def cli() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    leave(main())
+
+
+def leave(code: int) -> None:
+    """Exit with ``code``; after a Prefect run whose logs and events are delivered, skip the
+    interpreter's slow shutdown (nothing is left to write: the run document is on disk)."""
+    matrix = sys.modules.get("flows.matrix")
+    if matrix is not None and matrix.deliver_before_exit():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(module_main())
+    leave(module_main())

@@ -10,14 +10,13 @@ run, and each row's samples with the failing check and an output excerpt.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Sequence
 from html import escape
 
 from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import plots
+from fixtures_core.reports import describe, plots
 from fixtures_core.reports.reasons import assertion_expression, row_reason, sample_reason
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
 
@@ -113,7 +112,7 @@ def _comparison_verdict(comparison: Comparison | None) -> str:
 
 
 def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
-    k = _k_label(run)
+    k = describe.k_label(run)
     head = _tr(
         ["row", "status", "passed", "pass rate (95% CI)", f"pass@{k}", f"pass^{k}", "median time", "why"],
         header=True,
@@ -123,11 +122,12 @@ def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
     for row in run.rows:
         link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
         pass_at, pass_hat = _passk(row)
+        median = describe.duration(describe.median_duration_ms(row))
         lines.append(
             f'<tr class="row" data-row="{escape(row.name)}" data-status="{row.status}">'
-            f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{_passed(row)}</td>"
+            f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{describe.passed_cell(row)}</td>"
             f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
-            f"<td class='num'>{_duration(_median_ms(row))}</td><td>{escape(row_reason(row) or '')}</td></tr>"
+            f"<td class='num'>{median}</td><td>{escape(row_reason(row) or '')}</td></tr>"
         )
     return f'<h2 id="rows">Rows</h2>\n<table class="rows">{head}\n' + "\n".join(lines) + "</table>"
 
@@ -136,14 +136,6 @@ def _status(row: RowResult) -> str:
     flaky = row.stochastic is not None and row.stochastic.row_class == "flaky"
     mark = ' <span class="flaky" title="some samples passed, some failed">flaky</span>' if flaky else ""
     return f'<span class="badge {row.status}">{row.status}</span>{mark}'
-
-
-def _passed(row: RowResult) -> str:
-    if row.status == "SKIP":
-        return "-"
-    passed = sum(s.passed for s in row.samples)
-    ran = "" if len(row.samples) == row.repeat else f" of {row.repeat}"
-    return f"{passed}/{len(row.samples)}{ran}"
 
 
 def _rate(row: RowResult) -> str:
@@ -163,7 +155,7 @@ def _passk(row: RowResult) -> tuple[str, str]:
         title = escape(s.withheld)
         withheld = f'<span class="muted" title="{title}">withheld</span>'
         return withheld, withheld
-    return _fraction(s.pass_at_k), _fraction(s.pass_hat_k)
+    return describe.fraction(s.pass_at_k), describe.fraction(s.pass_hat_k)
 
 
 # --- metrics --------------------------------------------------------------------
@@ -238,7 +230,7 @@ def _suite_section(run: RunResult) -> str:
     figures = run.summary.stochastic
     if figures is None:
         return ""
-    k = _k_label(run)
+    k = describe.k_label(run)
     head = _tr(
         ["group", "rows", f"pass@{k}", "", f"rows meeting pass@{k}", f"pass^{k}", "", f"rows meeting pass^{k}"],
         header=True,
@@ -258,9 +250,9 @@ def _suite_row(name: str, figures: SuiteFigures) -> str:
         )
     return (
         f'<tr class="group"><td>{escape(name)}</td><td class="num">{figures.rows}</td>'
-        f'<td class="num">{_fraction(figures.pass_at_k)}</td><td>{plots.bar(figures.pass_at_k)}</td>'
+        f'<td class="num">{describe.fraction(figures.pass_at_k)}</td><td>{plots.bar(figures.pass_at_k)}</td>'
         f'<td class="num">{figures.rows_pass_at_k}/{figures.rows}</td>'
-        f'<td class="num">{_fraction(figures.pass_hat_k)}</td><td>{plots.bar(figures.pass_hat_k)}</td>'
+        f'<td class="num">{describe.fraction(figures.pass_hat_k)}</td><td>{plots.bar(figures.pass_hat_k)}</td>'
         f'<td class="num">{figures.rows_pass_hat_k}/{figures.rows}</td></tr>'
     )
 
@@ -329,7 +321,7 @@ def _row_details(row: RowResult, anchor: str) -> str:
     where = f"{row.file}:{row.line}"
     head = (
         f'<details class="row-detail" id="{anchor}"{opened}><summary>{escape(row.name)} {_status(row)} '
-        f'<span class="muted">{_passed(row)} passed · {escape(where)}</span></summary>'
+        f'<span class="muted">{describe.passed_cell(row)} passed · {escape(where)}</span></summary>'
     )
     body = []
     reason = row_reason(row)
@@ -360,7 +352,13 @@ def _samples_table(row: RowResult) -> str:
             value = sample.metrics.get(name)
             values.append("-" if value is None or value.value is None else f"{value.value:.4g}")
         check = "" if sample.passed else sample_reason(sample)
-        cells = [str(sample.index), sample.status, _duration(sample.duration_ms), _opt_int(sample.exit_code), *values]
+        cells = [
+            str(sample.index),
+            sample.status,
+            describe.duration(sample.duration_ms),
+            _opt_int(sample.exit_code),
+            *values,
+        ]
         lines.append(
             f'<tr class="sample" data-status="{sample.status}">'
             + "".join(f"<td{_num_class(i, names)}>{escape(c)}</td>" for i, c in enumerate(cells))
@@ -404,26 +402,6 @@ def _tr(cells: Iterable[str], header: bool = False, numeric: set[int] | frozense
         text = cell if isinstance(cell, _Html) else escape(cell)
         out.append(f"<{tag}{css}>{text}</{tag}>")
     return "<tr>" + "".join(out) + "</tr>"
-
-
-def _k_label(run: RunResult) -> str:
-    k = run.options.get("k")
-    return str(k) if k is not None else "k"
-
-
-def _median_ms(row: RowResult) -> float | None:
-    durations = [s.duration_ms for s in row.samples]
-    return statistics.median(durations) if durations else None
-
-
-def _duration(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
-
-
-def _fraction(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}".rstrip("0").rstrip(".") if value not in (0, 1) else f"{value:g}"
 
 
 def _opt_int(value: int | None) -> str:

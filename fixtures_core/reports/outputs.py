@@ -15,10 +15,10 @@ from pathlib import Path
 
 from fixtures_core.errors import AssayError, UsageError
 from fixtures_core.records.rundoc import RunResult, write_text_atomic
+from fixtures_core.reports import markdown
 from fixtures_core.reports.frame import check_frame_path, write_frame
 from fixtures_core.reports.html import html
 from fixtures_core.reports.junit import junit
-from fixtures_core.reports.terminal import markdown
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
@@ -71,7 +71,7 @@ def step_summary_file(env: Mapping[str, str] = os.environ) -> str | None:
 
 def summary_text(run: RunResult) -> str:
     """The Markdown summary of a run (the one Markdown renderer of a run), ending with a newline."""
-    return markdown(run).rstrip("\n") + "\n"
+    return markdown.render(run).rstrip("\n") + "\n"
 
 
 def append_step_summary(run: RunResult, path: Path) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from fixtures_core.results import RowResult, SampleResult
 
+CEL_FALSE = "CEL assertion false"
+
 
 def sample_reason(sample: SampleResult) -> str:
     """Which check a sample failed: its error, the command expectation, or the CEL assertion."""
@@ -18,7 +20,7 @@ def sample_reason(sample: SampleResult) -> str:
     if assertion is not None and assertion.status == "error":
         return assertion.error or "CEL error"
     if assertion is not None and assertion.status == "fail":
-        return "CEL assertion false"
+        return CEL_FALSE
     return sample.status
 
 

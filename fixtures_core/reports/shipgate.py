@@ -157,7 +157,7 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 
 def suite_markdown(suite: SuiteOutcome) -> list[str]:
-    """One suite's ship-gate report as Markdown lines (``terminal.markdown`` puts it in every summary)."""
+    """One suite's ship-gate report as Markdown lines (``markdown.render`` puts it in every summary)."""
     table = case_table(suite)
     lines = [f"## A/B suite `{suite.file}`", "", _escape(judge_line(suite)), ""]
     lines.append("| " + " | ".join(table[0]) + " |")

@@ -65,7 +65,8 @@ def assert_evidence(run: RunResult, out: Path) -> None:
 def test_the_example_suite_gives_the_same_verdicts_on_both_engines(tmp_path: Path) -> None:
     from flows.matrix import run_with_prefect
 
-    prefect_run = run_with_prefect(RunOptions(paths=(str(EXAMPLE_SUITE),), out=str(tmp_path / "prefect")), "ab-prefect")
+    options = RunOptions(paths=(str(EXAMPLE_SUITE),), out=str(tmp_path / "prefect"))
+    prefect_run = run_with_prefect(options, "ab-prefect")
     local_run = run_in_process(EXAMPLE_SUITE, tmp_path / "local")
 
     assert prefect_run.verdict == local_run.verdict == "PASS"
@@ -75,18 +76,22 @@ def test_the_example_suite_gives_the_same_verdicts_on_both_engines(tmp_path: Pat
     assert_evidence(prefect_run, tmp_path / "prefect")
     assert_evidence(local_run, tmp_path / "local")
     report = (tmp_path / "prefect" / "runs" / "ab-prefect" / "report.md").read_text()
-    assert report_artifact() + "\n" == report and "**SHIP-GATE VERDICT: PASS**" in report
+    assert report_artifact(options) == report and "**SHIP-GATE VERDICT: PASS**" in report
     hasty = next(r for r in local_run.rows if r.name == "config-comments/hasty")
     assert hasty.samples[0].attempt is not None and hasty.samples[0].attempt.disqualified  # it swallowed an error
 
 
-def report_artifact() -> str:
-    """The newest report artifact (Markdown), as the Prefect API serves it to the UI."""
+def report_artifact(options: RunOptions) -> str:
+    """The newest report artifact (Markdown) of this suite, as the Prefect API serves it to the UI."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
+    from fixtures_core.runner import plan
+    from flows.suite import suite_key
+
+    key = f"assay-report-{suite_key(options, plan(options).matrix)}"
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["assay-report"])))
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     assert found, "no report artifact"
     newest = max(found, key=lambda artifact: artifact.created or 0)
     return str(newest.data)

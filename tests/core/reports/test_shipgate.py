@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from fixtures_core.records.store import Store
-from fixtures_core.reports import terminal
+from fixtures_core.reports import markdown, terminal
 from fixtures_core.reports.shipgate import points, text_lines, verdict_text
 from tests.core.conftest import ExampleRun
 from tests.suites import EXAMPLE_SUITE, REPO, run_in_process
@@ -44,9 +44,11 @@ def test_the_example_suite_report(example_run: ExampleRun) -> None:
 def test_report_md_is_written_beside_the_run_document(example_run: ExampleRun) -> None:
     run = example_run.run
 
-    report = (Store(example_run.state).run_dir(run.run_id) / "report.md").read_text()
+    run_dir = Store(example_run.state).run_dir(run.run_id)
+    report = (run_dir / "report.md").read_text()
 
-    assert report == terminal.markdown(run) + "\n"  # one Markdown summary: report.md, --summary, the UI
+    # One Markdown summary: report.md, --summary and the Prefect artifact, with the run document's path.
+    assert report == markdown.render(run, (run_dir / "run.json").resolve())
     assert report.startswith(f"# assay run `{run.run_id}`: **PASS**")
     assert "## A/B suite `examples/ab/suite.md`" in report
     assert "| Fixture | careful | hasty | Margin | Verdict |" in report
