@@ -321,23 +321,29 @@ def raise_on_sigterm() -> None:
 # --- environment and figures ---------------------------------------------------------
 
 
-QUIET_PREFECT = {
+QUIET_PREFECT = {  # what flows.prefect_env sets (logs still go to the API, as in the product)
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
-    "PREFECT_LOGGING_TO_API_ENABLED": "false",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
     "DO_NOT_TRACK": "1",
 }
+ASSAY_ENV = ("PREFECT_API_URL", "ASSAY_PREFECT_SERVER", "ASSAY_PREFECT_PORT")
 
 
-def child_env(prefect_home: Path | None = None, api_url: str | None = None, **extra: str) -> dict[str, str]:
-    """os.environ without PREFECT_API_URL (unless given), quiet Prefect, an own PREFECT_HOME."""
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+def child_env(
+    prefect_home: Path | None = None, api_url: str | None = None, server: str = "temporary", **extra: str
+) -> dict[str, str]:
+    """os.environ with quiet Prefect and an own PREFECT_HOME; the Prefect API is ``api_url`` when
+    given, else ``server``: "temporary" (Prefect's temporary server per run, ASSAY_PREFECT_SERVER)
+    or "local" (the home's background server, started on first use and reused)."""
+    env = {k: v for k, v in os.environ.items() if k not in ASSAY_ENV}
     env.update(QUIET_PREFECT)
     if prefect_home is not None:
         env["PREFECT_HOME"] = str(prefect_home)
     if api_url is not None:
         env["PREFECT_API_URL"] = api_url
+    elif server == "temporary":
+        env["ASSAY_PREFECT_SERVER"] = "temporary"
     env.update(extra)
     return env
 

@@ -1,12 +1,16 @@
-"""Serve the matrix flow on a schedule against a Prefect server.
+"""Serve the matrix flow on a schedule: ``python deployments/nightly.py PATH... [options]``.
 
-    prefect server start &                       # or any Prefect server
-    export PREFECT_API_URL=http://127.0.0.1:4200/api
-    python deployments/nightly.py examples/matrix.md --cron "0 2 * * *" --baseline shipped
+    python deployments/nightly.py examples/matrix.md --cron "0 2 * * *" --timezone Europe/Paris \\
+        --baseline shipped --tag team-a
 
-The process stays up and runs the matrix on schedule (and on demand from the
-UI: "Run" on the `assay-matrix/nightly` deployment). A FAIL or ERR verdict
-marks the flow run failed; every run's document lands in ``--out`` as usual.
+The process stays up and runs the matrix on schedule, and on demand from the
+UI ("Run" on the ``assay-matrix/nightly`` deployment). It uses the same
+Prefect API as ``assay run``: ``PREFECT_API_URL`` when set, else this Prefect
+home's local server (started if needed). Runs of the deployment never overlap
+(``--concurrency-limit``, default 1): a run due while another runs waits.
+A FAIL or ERR verdict marks the flow run Failed; every run's document lands
+in ``--out`` as usual. For a work pool and ``prefect worker start``, see
+``deployments/prefect.yaml``.
 """
 
 from __future__ import annotations
@@ -15,48 +19,111 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from prefect.schedules import Schedule
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Serve the assay matrix flow on a cron schedule.")
     parser.add_argument("paths", nargs="+", help="fixture files or folders")
     parser.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: 02:00 every day)")
-    parser.add_argument("--name", default="nightly", help="deployment name")
+    parser.add_argument("--timezone", default="UTC", help="IANA time zone of the cron schedule (default: UTC)")
+    parser.add_argument("--name", default="nightly", help="deployment name (default: nightly)")
     parser.add_argument("--out", default=os.path.abspath(".assay"), help="state folder (absolute by default)")
     parser.add_argument("--baseline", help="baseline run file or blessed name to gate against")
     parser.add_argument("--regression-tolerance", type=float, default=0.0, dest="tolerance")
-    parser.add_argument("--parallel", type=int, default=4)
-    parser.add_argument("--label", default="nightly")
+    parser.add_argument("--repeat", type=int, help="samples per row for every row")
+    parser.add_argument("--k", type=int, help="k of pass@k and pass^k")
+    parser.add_argument("--filter", help="only rows whose name matches this glob")
+    parser.add_argument("--group-by", action="append", default=[], help="suite figures per value of this property")
+    parser.add_argument("--parallel", type=int, default=4, help="rows at once")
+    parser.add_argument("--label", default="nightly", help="label of every run (default: nightly)")
+    parser.add_argument("--tag", action="append", default=[], dest="tags", help="a Prefect tag (repeatable)")
+    parser.add_argument(
+        "--concurrency-limit", type=int, default=1, help="runs of this deployment at once (default 1: never overlap)"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    if not os.environ.get("PREFECT_API_URL"):
-        print("error: schedules need a Prefect server: start one and set PREFECT_API_URL", file=sys.stderr)
-        return 2
-    from fixtures_core.errors import AssayError, ValidationFailed
-    from fixtures_core.runner import RunOptions, plan
-    from flows.matrix import matrix_flow
+    from flows.prefect_env import quiet_prefect
 
-    options = {
-        "paths": [os.path.abspath(p) for p in args.paths],
-        "out": args.out,
-        "parallel": args.parallel,
-        "label": args.label,
-        "baseline": args.baseline,
-        "tolerance": args.tolerance,
-    }
+    quiet_prefect()
+    from fixtures_core.errors import AssayError, ValidationFailed
+
     try:
-        plan(RunOptions.from_mapping(options))  # a typo must fail now, not at 02:00
+        return serve(args)
     except ValidationFailed as exc:
         print("\n".join(f"error: {e}" for e in exc.errors), file=sys.stderr)
-        return 2
     except AssayError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    matrix_flow.serve(name=args.name, cron=args.cron, parameters={"options": options, "raise_on_failure": True})
+    return 2
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Check everything a 02:00 run would trip on, then serve the deployment until stopped."""
+    from fixtures_core.errors import UsageError
+    from fixtures_core.runner import plan
+    from flows.parameters import MatrixParameters
+    from flows.server import TEMPORARY, ServerError, resolve_backend
+
+    if args.concurrency_limit < 1:
+        raise UsageError(f"--concurrency-limit must be >= 1, got {args.concurrency_limit}")
+    parameters = MatrixParameters.parse(
+        {
+            "paths": [os.path.abspath(p) for p in args.paths],
+            "out": args.out,
+            "repeat": args.repeat,
+            "k": args.k,
+            "group_by": args.group_by,
+            "filter": args.filter,
+            "parallel": args.parallel,
+            "label": args.label,
+            "baseline": args.baseline,
+            "tolerance": args.tolerance,
+            "tags": args.tags,
+        }  # fmt: skip
+    )
+    plan(parameters.to_options())  # a typo must fail now, not at 02:00
+    schedule = cron_schedule(args.cron, args.timezone)
+    backend = resolve_backend(say=lambda message: print(f"assay: {message}", file=sys.stderr))
+    if backend.source == TEMPORARY:
+        raise ServerError("schedules need a Prefect server that stays up: unset ASSAY_PREFECT_SERVER")
+
+    from prefect.settings import temporary_settings
+
+    from flows.matrix import matrix_flow
+
+    with temporary_settings(updates={"api.url": backend.api_url}):
+        matrix_flow.serve(
+            name=args.name,
+            schedules=[schedule],
+            parameters={"options": parameters.model_dump()},
+            tags=["assay", *([args.label] if args.label else []), *args.tags],
+            global_limit=args.concurrency_limit,
+            description="assay fixture matrix on a schedule (deployments/nightly.py)",
+        )
     return 0
+
+
+def cron_schedule(cron: str, timezone: str) -> Schedule:
+    """Prefect's cron schedule; UsageError (one line) for a bad cron string or time zone."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.schedules import Cron
+
+    from fixtures_core.errors import UsageError
+
+    try:
+        CronSchedule(cron=cron, timezone=timezone)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise UsageError(f"--cron {cron!r} --timezone {timezone!r}: {reason}") from None
+    return Cron(cron, timezone=timezone)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,13 @@ BUILTIN_VARIABLES: Mapping[str, cel.Type] = {
     "duration_ms": cel.Type.DYN,
     "sample": cel.Type.INT,
     "properties": cel.Type.DYN,
+    # An A/B suite's attempt in a fresh workspace (parsing.suite.WORKSPACE_VARIABLES).
+    "diff": cel.Type.STRING,
+    "changed_files": cel.Type.DYN,
+    "verify": cel.Type.DYN,
+    "verify_score": cel.Type.DYN,
+    "findings": cel.Type.DYN,
+    "disqualified": cel.Type.BOOL,
 }
 _RESERVED = frozenset(
     [

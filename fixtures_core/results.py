@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fixtures_core.spec import Aggregate, Direction, Threshold
+from fixtures_core.suite import Attempt
 
 Status = Literal["PASS", "FAIL", "ERR", "SKIP"]
 Outcome = Literal["pass", "fail", "error", "not_evaluated"]
@@ -53,7 +54,12 @@ class MetricValue:
 
 @dataclass(frozen=True)
 class SampleResult:
-    """One execution of a row's command and what its checks found."""
+    """One execution of a row's command and what its checks found.
+
+    ``excerpted``: ``stdout``/``stderr`` hold less than was captured (the run
+    document keeps a failing sample's first characters and no output of a
+    passing one); the raw output is in the row's evidence file.
+    """
 
     index: int
     status: Status
@@ -67,6 +73,8 @@ class SampleResult:
     truncated: bool = False
     error: str | None = None
     indeterminate: bool = False
+    attempt: Attempt | None = None  # an A/B arm's workspace evidence
+    excerpted: bool = False
 
     @property
     def passed(self) -> bool:
@@ -81,6 +89,7 @@ class MetricComparison:
     status: Outcome
     baseline_value: float | None = None
     regression_percent: float | None = None
+    regression_points: float | None = None
     error: str | None = None
 
 
@@ -126,7 +135,11 @@ class Stochastic:
 
 @dataclass(frozen=True)
 class RowResult:
-    """One logical row, however many samples it ran."""
+    """One logical row, however many samples it ran.
+
+    ``evidence``: the file, relative to the run's folder, that holds every
+    sample's raw output as it was captured.
+    """
 
     id: str
     file: str
@@ -141,6 +154,7 @@ class RowResult:
     error: str | None = None
     metrics: Mapping[str, MetricSummary] = field(default_factory=dict)
     stochastic: Stochastic | None = None
+    evidence: str | None = None
 
     @property
     def passed(self) -> bool:

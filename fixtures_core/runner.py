@@ -11,15 +11,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from fixtures_core.abstage import Evidence, judge_run, run_status, suite_outcomes, write_report
 from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
 from fixtures_core.analysis.finalize import Summary, finalize_rows, summarize
+from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
+from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
+from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult, SampleResult, Status, worst
 from fixtures_core.spec import Matrix, RowSpec
 
@@ -40,6 +47,19 @@ class RunOptions:
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     baseline: str | None = None
     tolerance: float = 0.0
+    dry_run: bool = False  # A/B suites: prepare, set up and verify; never run an arm or the judge
+    judge: str | None = None  # a judge command line replacing every suite's own
+    seed: int | None = None  # the seed of the judge's blind labels (default: the suite's, else a new one)
+    rejudge: str | None = None  # the run whose evidence this run re-judges
+    html: str | None = None
+    junit: str | None = None
+    summary: str | None = None
+    frame: str | None = None
+
+    @property
+    def reports(self) -> ReportFiles:
+        """The report files this run writes once it is complete."""
+        return ReportFiles(html=self.html, junit=self.junit, summary=self.summary, frame=self.frame)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> RunOptions:
@@ -61,7 +81,12 @@ class RunOptions:
             raise UsageError(f"--k must be >= 1, got {self.k}")
         if self.engine not in ("prefect", "local"):
             raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
+        if self.dry_run and self.baseline is not None:
+            raise UsageError("--dry-run scores nothing, so it cannot be compared with a --baseline")
+        if self.seed is not None and self.seed < 0:
+            raise UsageError(f"--seed must be >= 0, got {self.seed}")
         check_tolerance(self.tolerance)
+        self.reports.check()
 
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""
@@ -94,6 +119,8 @@ def plan(options: RunOptions) -> Plan:
     options.check()
     baseline = load_baseline(options) if options.baseline is not None else None
     matrix = load_matrix(options.paths)
+    if options.judge is not None:
+        matrix = with_judge(matrix, options.judge)
     errors = validate_matrix(matrix)
     if errors:
         raise ValidationFailed(errors)
@@ -119,28 +146,61 @@ def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
 
 @dataclass
 class Recorder:
-    """Writes a run's evidence as it is produced: each sample, then each row's raw result."""
+    """Writes a run's evidence as it is produced (each sample, then each row's raw result)
+    and tells a listener (the progress display) after each write."""
 
     store: Store
     run_id: str
     matrix: Matrix
     started_at: str = field(default_factory=utc_now)
+    listener: ProgressListener | None = None
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
         self.store.prepare_evidence(self.run_id)
 
+    def on_row_start(self, row: RowSpec) -> None:
+        if self.listener is not None:
+            self.listener.row_started(row)
+
     def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
+        if self.listener is not None:
+            self.listener.sample_finished(row, sample)
 
     def on_row(self, row: RowResult) -> None:
         """A row's samples are done; its metrics and comparisons come at finalize."""
         self.store.write_row(self.run_id, self._index[row.id], row)
+        if self.listener is not None:
+            self.listener.row_finished(row)
+
+    def evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
+        path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
 
 
 def interruption(containment: Containment) -> str | None:
     """The run's error when it was cancelled by a signal, else None."""
     return "interrupted: samples were cancelled" if containment.cancelled.is_set() else None
+
+
+@dataclass(frozen=True)
+class Rejudging:
+    """A run that re-judges another's evidence: which run, and the folder holding its attempts."""
+
+    run_id: str
+    evidence_run: str
+
+
+def settings_for(options: RunOptions, run_id: str) -> RunSettings:
+    """What every sample of a run shares (A/B attempts keep their evidence in the run's folder)."""
+    return RunSettings(
+        run_id=run_id,
+        capture_limit=options.capture_limit,
+        evidence_dir=str(store_for(options).run_dir(run_id)),
+        dry_run=options.dry_run,
+    )
 
 
 def complete(
@@ -149,14 +209,22 @@ def complete(
     rows: Sequence[RowResult],
     error: str | None = None,
     baseline: Baseline | None = None,
+    containment: Containment | None = None,
+    rejudging: Rejudging | None = None,
 ) -> RunResult:
-    """Finalize the rows, build the run document, write it; return it.
+    """Judge A/B suites, finalize the rows, build the run document, write it and the report files
+    asked for; return it.
 
-    A failure while finalizing (a bug) still ends the run with a run.json:
-    ERR, naming the failure, with the rows as they ran.
+    A failure while judging or finalizing (a bug) still ends the run with a
+    run.json: ERR, naming the failure, with the rows as they ran. The judge
+    runs in ``containment`` (the run's; without one, a private one).
     """
     try:
-        run = _finalized(recorder, options, rows, error, baseline)
+        if containment is None:
+            with Containment() as own:
+                run = _finalized(recorder, options, rows, error, baseline, own, rejudging)
+        else:
+            run = _finalized(recorder, options, rows, error, baseline, containment, rejudging)
     except Exception as exc:
         failure = f"finalize failed: {type(exc).__name__}: {exc}"
         counts = Summary(
@@ -164,21 +232,53 @@ def complete(
             errored=sum(r.status == "ERR" for r in rows), skipped=sum(r.status == "SKIP" for r in rows),
             samples=sum(len(r.samples) for r in rows),
         )  # fmt: skip
-        run = _run_document(recorder, options, rows, counts, "ERR", f"{error}; {failure}" if error else failure)
-    recorder.store.write_run(run)
+        as_ran = [shareable_row(row, recorder.evidence_of(row)) for row in rows]
+        run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
+    record(run, options, step_summary_file(), recorder.store)
     return run
 
 
+def record(run: RunResult, options: RunOptions, step_summary: str | None = None, store: Store | None = None) -> None:
+    """Write the run document, ``report.md`` (a run with A/B suites) and the report files asked for,
+    and append the Markdown summary to ``step_summary`` (a GitHub step summary file) when given."""
+    store = store or store_for(options)
+    store.write_run(run)
+    write_report(store.run_dir(run.run_id), run)
+    options.reports.write(run, step_summary)
+
+
 def _finalized(
-    recorder: Recorder, options: RunOptions, rows: Sequence[RowResult], error: str | None, baseline: Baseline | None
+    recorder: Recorder,
+    options: RunOptions,
+    rows: Sequence[RowResult],
+    error: str | None,
+    baseline: Baseline | None,
+    containment: Containment,
+    rejudging: Rejudging | None,
 ) -> RunResult:
     matrix = recorder.matrix
-    finished = finalize_rows(matrix.rows, rows, options.k)
+    store = recorder.store
+    evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
+    evidence = Evidence(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
+    skip_judge = options.dry_run or error is not None
+    judged = judge_run(matrix.rows, rows, evidence, containment, options.parallel, options.seed, skip_judge)
+    finished = [
+        shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
+    ]
     summary = summarize(finished, options.k, options.group_by)
-    status: Status = worst(summary.status, "ERR" if error or len(finished) < len(matrix.rows) else "PASS")
+    suites = suite_outcomes(
+        judged,
+        finished,
+        (baseline.path, baseline.run) if baseline is not None else None,
+        options.dry_run,
+        rejudging.run_id if rejudging is not None else None,
+        rejudging.evidence_run if rejudging is not None else None,
+    )
+    incomplete = error or len(finished) < len(matrix.rows)
+    status: Status = worst(run_status(judged.specs, finished, suites), "ERR" if incomplete else "PASS")
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
-    run = _run_document(recorder, options, finished, summary, status, error)
+    run = _run_document(recorder, options, finished, summary, status, error, suites)
     return compare_with_baseline(run, options, baseline)
 
 
@@ -189,6 +289,7 @@ def _run_document(
     summary: Summary,
     status: Status,
     error: str | None,
+    suites: tuple[SuiteOutcome, ...] = (),
 ) -> RunResult:
     matrix = recorder.matrix
     by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
@@ -207,6 +308,7 @@ def _run_document(
             FixtureResult(f.identity or f.path, f.sha256, tuple(by_file[f.identity or f.path])) for f in matrix.files
         ),
         summary=summary,
+        suites=suites,
     )
 
 

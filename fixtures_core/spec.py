@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # suite builds on this module's types
+    from fixtures_core.suite import ArmRow
 
 Aggregate = Literal["mean", "median", "min", "max", "p95"]
 Direction = Literal["lower", "higher", "none"]
@@ -20,14 +23,21 @@ DEFAULT_TIMEOUT_S = 120.0
 
 @dataclass(frozen=True)
 class Threshold:
-    """Limits on a metric's aggregate: absolute bounds and allowed worsening in percent."""
+    """Limits on a metric's aggregate: absolute bounds and allowed worsening, in percent or in points
+    (the metric's own unit: "no fixture loses more than 5 points")."""
 
     min: float | None = None
     max: float | None = None
     regression_percent: float | None = None
+    regression_points: float | None = None
 
     def is_empty(self) -> bool:
-        return self.min is None and self.max is None and self.regression_percent is None
+        return self.min is None and self.max is None and not self.limits_regression
+
+    @property
+    def limits_regression(self) -> bool:
+        """True when a worsening against a baseline can fail (percent or points)."""
+        return self.regression_percent is not None or self.regression_points is not None
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,19 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class Redaction:
+    """What a fixture file asks assay to mask (frontmatter ``redact:``).
+
+    ``patterns`` are the file's own regexes, masked in addition to the built-in
+    set of API-key shapes (``fixtures_core.redaction``); ``redact: false``
+    turns masking off for the file.
+    """
+
+    patterns: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What every sample must show: exit code, exact streams, a CEL assertion."""
 
@@ -60,6 +83,8 @@ class Expectation:
     stderr: str | None = None
     cel: str | None = None
     cel_line: int = 0
+    stdout_file: str | None = None  # a golden file (``@path``): ``stdout`` holds its text, compared exactly
+    stderr_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,10 +105,13 @@ class RowSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     repeat: int = 1
     metrics: tuple[MetricSpec, ...] = ()
-    skip: str | None = None
+    skip: str | None = None  # a reason: the row is skipped without running anything
+    skip_command: str | None = None  # a shell command run before the row: exit 0 skips it (Gavel's ``skip:``)
     indeterminate: str | None = None
     source_dir: str = ""  # the fixture file's folder, absolute: ``{{ .sourceDir }}``
     fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
+    ab: ArmRow | None = None  # the row's case and arm in an A/B suite
+    redaction: Redaction = field(default_factory=Redaction)
 
     @property
     def id(self) -> str:
@@ -91,8 +119,24 @@ class RowSpec:
         return f"{self.fixture_id or self.file}::{self.name}"
 
     def compared_baselines(self) -> set[str]:
-        """Names of the other rows this row's metrics compare with (a row naming itself is the baseline)."""
-        return {name for m in self.metrics if (name := m.baseline_for(self.name)) is not None}
+        """Names of the other rows this row compares with: its metrics' baseline rows (a row
+        naming itself is the baseline) and the other arms of its A/B case (the judge needs them)."""
+        names = {name for m in self.metrics if (name := m.baseline_for(self.name)) is not None}
+        if self.ab is not None and self.ab.arm is not None:
+            names |= {self.ab.sibling(arm.name) for arm in self.ab.suite.arms} - {self.name}
+        return names
+
+
+@dataclass(frozen=True)
+class FixtureWarning:
+    """Something in a fixture file that assay reads but does not run or check (``assay validate`` shows it)."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -107,6 +151,7 @@ class FixtureFile:
     sha256: str
     rows: tuple[RowSpec, ...]
     identity: str = ""
+    warnings: tuple[FixtureWarning, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,18 @@ from concurrent.futures import ThreadPoolExecutor
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_row
 from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult
-from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, store_for
+from fixtures_core.runner import Plan, Recorder, RunOptions, complete, interruption, settings_for, store_for
 
 
-def run_locally(planned: Plan, options: RunOptions, run_id: str, containment: Containment) -> RunResult:
+def run_locally(
+    planned: Plan, options: RunOptions, run_id: str, containment: Containment, listener: ProgressListener | None = None
+) -> RunResult:
     """Run a planned matrix on ``options.parallel`` threads and close the run."""
-    recorder = Recorder(store_for(options), run_id, planned.matrix)
-    settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
-    rows = run_rows_locally(recorder, settings, containment, options.parallel)
-    return complete(recorder, options, rows, interruption(containment), planned.baseline)
+    recorder = Recorder(store_for(options), run_id, planned.matrix, listener=listener)
+    rows = run_rows_locally(recorder, settings_for(options, run_id), containment, options.parallel)
+    return complete(recorder, options, rows, interruption(containment), planned.baseline, containment)
 
 
 def run_rows_locally(
@@ -27,6 +29,7 @@ def run_rows_locally(
     def one(row_index: int) -> RowResult:
         row = recorder.matrix.rows[row_index]
         try:
+            recorder.on_row_start(row)
             result = run_row(row, settings, containment, on_sample=recorder.on_sample)
             recorder.on_row(result)
         except Exception as exc:

@@ -4,12 +4,21 @@ Rows are tasks, not subflows: measured here, a subflow costs 0.6-1.1 s and a
 task about 5 ms. Sample tasks never retry and never cache (a cached sample
 would silently not run). Deadlines are enforced by ``fixtures_core.execution.sampling``
 because Prefect's timeouts cannot interrupt a blocking call in a thread.
+
+What the UI shows: the flow run is named after the assay run id (and
+label) and tagged (``flows.suite``); every task ends in an honest state
+(``flows.states``); rows and failing samples log a concise line to the API;
+the report is a Markdown artifact and the rows and metrics are table
+artifacts, keyed per suite; ``assay.run.finished`` is emitted for
+automations (``flows.events``).
 """
 
 from __future__ import annotations
 
+import contextvars
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -17,19 +26,30 @@ from flows.prefect_env import quiet_prefect
 
 quiet_prefect()
 
-from prefect import flow, task  # noqa: E402
+import httpx  # noqa: E402
+from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.client.schemas.objects import State  # noqa: E402
+from prefect.context import FlowRunContext  # noqa: E402
+from prefect.events.worker import EventsWorker  # noqa: E402
+from prefect.exceptions import PrefectHTTPStatusError  # noqa: E402
 from prefect.futures import PrefectFuture, wait  # noqa: E402
+from prefect.logging.handlers import APILogWorker  # noqa: E402
 from prefect.settings import temporary_settings  # noqa: E402
+from prefect.states import Failed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
+from prefect.transactions import CommitMode, transaction  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
+from prefect.utilities.urls import url_for  # noqa: E402
 
+from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
-from fixtures_core.reports import terminal  # noqa: E402
+from fixtures_core.reports import describe, markdown  # noqa: E402
+from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runner import (  # noqa: E402
     Baseline,
@@ -39,9 +59,16 @@ from fixtures_core.runner import (  # noqa: E402
     complete,
     interruption,
     plan,
+    settings_for,
     store_for,
 )
 from fixtures_core.spec import RowSpec  # noqa: E402
+from flows import states  # noqa: E402
+from flows.board import RowBoard, baselines_first  # noqa: E402
+from flows.events import emit_run_finished  # noqa: E402
+from flows.parameters import MatrixParameters, ParameterError  # noqa: E402
+from flows.server import Backend, ServerError, url_answers  # noqa: E402
+from flows.suite import flow_run_name, suite_key, suite_tags  # noqa: E402
 
 T = TypeVar("T")
 
@@ -51,13 +78,33 @@ def opaque(value: T) -> T:
     return cast(T, quote(value))
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What the command line hands its flow run: the run id, the full options, the plan, extra tags."""
+
+    run_id: str
+    options: RunOptions
+    plan: Plan
+    tags: tuple[str, ...] = ()
+
+
+# Set by run_with_prefect around its flow call: a command-line run is planned before it starts.
+_LAUNCH: contextvars.ContextVar[Launch | None] = contextvars.ContextVar("assay_launch", default=None)
+
+
+def _launched() -> Launch | None:
+    """The command line's launch of the flow run in this context, if any. (The flow reads the
+    variable through this function: a served flow is pickled by value, and a ContextVar cannot be.)"""
+    return _LAUNCH.get()
+
+
 @dataclass
 class _LiveRun:
-    """A run in flight in this process: its containment (what a signal stops) and,
-    when the command line planned it already, its plan (so the flow does not plan twice)."""
+    """A run in flight in this process: its containment (what a signal stops) and its row board."""
 
     containment: Containment = field(default_factory=Containment)
-    plan: Plan | None = None
+    board: RowBoard = field(default_factory=lambda: RowBoard(()))
+    listener: ProgressListener | None = None  # the command line's progress display
     owned: bool = True  # the containment was made for this run (else the caller closes it)
 
 
@@ -76,75 +123,163 @@ def containment_of(run_id: str) -> Containment:
 
 
 @task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> SampleResult:
-    """One execution of a row's command, checked."""
-    return run_sample(row, index, deadline, settings, containment_of(settings.run_id))
+def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> State[Any]:
+    """One execution of a row's command, checked: Completed, Failed with its reason, or TimedOut."""
+    result = run_sample(row, index, deadline, settings, containment_of(settings.run_id))
+    if not result.passed:
+        get_run_logger().warning(states.sample_log(row.name, result))
+    return states.sample_state(result)
 
 
 @task(name="row", task_run_name="{row.name}", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder) -> RowResult:
-    """Every sample of one row, serially, under the row's time budget."""
+def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder, k: int | None) -> State[Any]:
+    """Every sample of one row, serially, under the row's time budget; ends in the row's final state."""
 
     def as_task(spec: RowSpec, index: int, deadline: float) -> SampleResult:
-        return sample_task(opaque(spec), index, deadline, opaque(settings))
+        state = sample_task(opaque(spec), index, deadline, opaque(settings), return_state=True)
+        return states.carried(state, SampleResult)
 
-    containment = containment_of(settings.run_id)
-    result = run_row(row, settings, containment, sample_runner=as_task, on_sample=recorder.on_sample)
-    recorder.on_row(result)
-    return result
+    live = _live(settings.run_id)
+    recorder.on_row_start(row)
+    try:
+        # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
+        # would show them "RolledBack"); each sample keeps the state it ended in.
+        with transaction(commit_mode=CommitMode.EAGER):
+            raw = run_row(row, settings, live.containment, sample_runner=as_task, on_sample=recorder.on_sample)
+    except Exception as exc:
+        live.board.post(crashed_row(row, exc))  # rows comparing with this one must not wait for it
+        raise
+    live.board.post(raw)
+    recorder.on_row(raw)
+    final = live.board.final(row, raw, k, live.containment.cancelled)
+    logger = get_run_logger()
+    (logger.info if final.status in ("PASS", "SKIP") else logger.error)(states.row_log(final))
+    return states.row_state(final)
 
 
 @task(name="finalize", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def finalize_task(
-    recorder: Recorder, options: RunOptions, rows: list[RowResult], error: str | None, baseline: Baseline | None
+    recorder: Recorder,
+    options: RunOptions,
+    rows: list[RowResult],
+    error: str | None,
+    baseline: Baseline | None,
+    suite: str,
 ) -> RunResult:
-    """Metrics, comparisons, verdict; the run document and the UI artifacts."""
-    run = complete(recorder, options, rows, error, baseline)
-    create_markdown_artifact(key="assay-report", markdown=terminal.markdown(run), description="assay run report")
-    create_table_artifact(
-        key="assay-rows",
-        table=[
-            {"row": r.name, "status": r.status, "passed": sum(s.passed for s in r.samples), "samples": len(r.samples)}
-            for r in run.rows
-        ],
-        description="assay rows",
+    """Metrics, comparisons, verdict; the run document, the UI artifacts and the finished event."""
+    run = complete(recorder, options, rows, error, baseline, containment_of(recorder.run_id))
+    document = recorder.store.run_file(run.run_id).resolve()
+    create_markdown_artifact(
+        key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
     )
+    create_table_artifact(key=f"assay-rows-{suite}", table=rows_table(run), description=f"assay rows: {suite}")
+    metrics = metrics_table(run)
+    if metrics:
+        create_table_artifact(key=f"assay-metrics-{suite}", table=metrics, description=f"assay metrics: {suite}")
+    emit_run_finished(run, suite, str(document))
     return run
 
 
-class VerdictFailed(Exception):
-    """Raised at the end of a deployed run whose verdict is not PASS, so the UI marks it failed."""
+def rows_table(run: RunResult) -> list[dict[str, object]]:
+    """One line per row for the rows table artifact."""
+    k = describe.k_label(run)
+    return [
+        {
+            "row": r.name,
+            "status": describe.status_label(r),
+            "passed": describe.passed_cell(r),
+            "median": describe.duration(describe.median_duration_ms(r)),
+            f"pass@{k}": describe.passk_cells(r)[0],
+            f"pass^{k}": describe.passk_cells(r)[1],
+            "where": f"{r.file}:{r.line}",
+        }  # fmt: skip
+        for r in run.rows
+    ]
 
 
-@flow(name="assay-matrix", log_prints=False, validate_parameters=False)
-def matrix_flow(
-    options: RunOptions | dict[str, Any], run_id: str | None = None, raise_on_failure: bool = False
-) -> RunResult:
-    """Run a fixture matrix and return its run document (also written to disk).
+def metrics_table(run: RunResult) -> list[dict[str, object]]:
+    """One line per row and metric for the metrics table artifact."""
+    table: list[dict[str, object]] = []
+    for row in run.rows:
+        for name, metric in row.metrics.items():
+            comparison = metric.comparison
+            table.append(
+                {
+                    "row": row.name,
+                    "metric": name,
+                    "aggregate": metric.aggregate,
+                    "value": metric.value,
+                    "unit": metric.unit,
+                    "baseline": comparison.baseline if comparison else None,
+                    "baseline_value": comparison.baseline_value if comparison else None,
+                    "delta_percent": comparison.regression_percent if comparison else None,
+                    "verdict": describe.metric_cells(metric).mark,
+                }  # fmt: skip
+            )
+    return table
 
-    ``options`` may be a mapping, as a deployment's parameters are; with
-    ``raise_on_failure`` a FAIL or ERR verdict fails the flow run (after the
-    run document is written), so schedules and the UI show it.
+
+@flow(name="assay-matrix", log_prints=False, validate_parameters=False, persist_result=False)
+def matrix_flow(options: MatrixParameters) -> RunResult:
+    """Run a fixture matrix k times per row, check, measure, compare; write the run document.
+
+    The flow run ends Failed, naming the failing rows, when the verdict is
+    FAIL or ERR (the run document is written first).
+
+    Args:
+        options: What to run and how: fixture paths, state folder, repeats, k, filter, baseline, tags.
     """
-    if not isinstance(options, RunOptions):
-        options = RunOptions.from_mapping(options)
-    run = _run_matrix(options, run_id)
-    if raise_on_failure and run.verdict != "PASS":
-        raise VerdictFailed(f"assay verdict {run.verdict} for run {run.run_id}: {run.error or 'see the report'}")
-    return run
+    logger = get_run_logger()
+    launch = _launched()
+    if launch is None:  # a deployment, a schedule or the UI: plan here
+        try:
+            parameters = MatrixParameters.parse(options)
+            run_options = parameters.to_options()
+            launch = Launch(new_run_id(), run_options, plan(run_options), tuple(parameters.tags))
+        except ValidationFailed as exc:
+            return _refused(f"configuration errors: {'; '.join(str(e) for e in exc.errors)}")
+        except (ParameterError, AssayError) as exc:
+            return _refused(str(exc))
+    suite = suite_key(launch.options, launch.plan.matrix)
+    run_tags = suite_tags(launch.options, launch.plan.matrix, launch.tags)
+    # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
+    _name_flow_run(flow_run_name(launch.run_id, launch.options.label), run_tags)
+    run = _run_matrix(launch, suite)
+    document = store_for(launch.options).run_file(run.run_id).resolve()
+    (logger.info if run.verdict == "PASS" else logger.error)(f"{states.verdict_message(run)}; run document {document}")
+    return cast(RunResult, states.flow_state(run))
 
 
-def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
-    run_id = run_id or new_run_id()
+def _refused(message: str) -> RunResult:
+    """A flow run that ran nothing: Failed with one line saying why."""
+    get_run_logger().error(message)
+    return cast(RunResult, Failed(message=message))  # Prefect ends the flow run in the returned state
+
+
+def _name_flow_run(name: str, run_tags: list[str]) -> None:
+    """Name the flow run after the assay run and add the suite's tags (a deployment's run starts with neither)."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return
+    flow_run = context.flow_run
+    if flow_run.name == name and set(run_tags) <= set(flow_run.tags):
+        return
+    merged = list(dict.fromkeys([*flow_run.tags, *run_tags]))
+    context.client.update_flow_run(flow_run.id, name=name, tags=merged)
+
+
+def _run_matrix(launch: Launch, suite: str) -> RunResult:
+    run_id, options, planned = launch.run_id, launch.options, launch.plan
     live = _live(run_id)
+    order = baselines_first(planned.matrix.rows)
+    live.board = RowBoard(order)
     try:
-        planned = live.plan or plan(options)
-        recorder = Recorder(store_for(options), run_id, planned.matrix)
-        settings = RunSettings(run_id=run_id, capture_limit=options.capture_limit)
+        recorder = Recorder(store_for(options), run_id, planned.matrix, listener=live.listener)
+        settings = settings_for(options, run_id)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
         with runner.duplicate() as pool:
-            shared = {"settings": opaque(settings), "recorder": opaque(recorder)}
-            futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in planned.matrix.rows]
+            shared = {"settings": opaque(settings), "recorder": opaque(recorder), "k": options.k}
+            futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
             try:
                 wait(cast(list[Any], futures))
             except BaseException:
@@ -152,12 +287,13 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
                 live.containment.cancel()
                 wait(cast(list[Any], futures))
-                rows = _row_results(futures, planned.matrix.rows)
-                complete(recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline)
+                rows = _row_results(futures, order, live.board)
+                stopped = "interrupted: the flow run was stopped"
+                complete(recorder, options, rows, stopped, planned.baseline, live.containment)
                 raise
-        rows = _row_results(futures, planned.matrix.rows)
+        rows = _row_results(futures, order, live.board)
         error = interruption(live.containment)
-        return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline))
+        return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline), suite)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
@@ -165,19 +301,31 @@ def _run_matrix(options: RunOptions, run_id: str | None) -> RunResult:
             live.containment.close()
 
 
-def _row_results(futures: Sequence[PrefectFuture[Any]], rows: tuple[RowSpec, ...]) -> list[RowResult]:
-    """Each row task's result; a task that raised (e.g. the API failed) becomes an ERR row."""
+def _row_results(futures: Sequence[PrefectFuture[Any]], rows: Sequence[RowSpec], board: RowBoard) -> list[RowResult]:
+    """Each row's raw result as posted; a row task that failed before posting (e.g. the API
+    failed) becomes an ERR row."""
     results = []
     for future, row in zip(futures, rows, strict=True):
-        try:
-            results.append(cast(RowResult, future.result()))
-        except Exception as exc:
-            results.append(crashed_row(row, exc))
+        posted = board.posted(row.id)
+        if posted is None:
+            try:
+                future.result()
+                posted = crashed_row(row, RuntimeError("the row task ended without a result"))
+            except Exception as exc:
+                posted = crashed_row(row, exc)
+        results.append(posted)
     return results
 
 
 def run_with_prefect(
-    options: RunOptions, run_id: str, containment: Containment | None = None, planned: Plan | None = None
+    options: RunOptions,
+    run_id: str,
+    containment: Containment | None = None,
+    planned: Plan | None = None,
+    listener: ProgressListener | None = None,
+    backend: Backend | None = None,
+    extra_tags: Sequence[str] = (),
+    announce: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
@@ -185,23 +333,87 @@ def run_with_prefect(
     main thread's SIGTERM handler: assay's own handler cancels the samples
     and lets the flow finish, which writes the run document and stops the
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
+    ``announce`` gets the flow run's UI address when a UI answers there.
     """
+    launch = Launch(run_id, options, planned or plan(options), tuple(extra_tags))
     with _LIVE_LOCK:
-        # the caller's signal handler stops the given containment, and the caller closes it
-        _LIVE[run_id] = _LiveRun(containment or Containment(), planned, owned=containment is None)
+        # The caller's signal handler stops the given containment, and the caller closes it.
+        _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)
+    updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
+    if backend is not None and backend.api_url:
+        updates["api.url"] = backend.api_url
     outcome: dict[str, Any] = {}
 
     def target() -> None:
+        token = _LAUNCH.set(launch)
         try:
-            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-                outcome["run"] = matrix_flow(options, run_id)
+            parameters = MatrixParameters.from_options(options, launch.tags)
+            named = matrix_flow.with_options(flow_run_name=flow_run_name(run_id, options.label))
+            with temporary_settings(updates=updates):
+                state = named(parameters, return_state=True)
+                outcome["run"] = states.carried(state, RunResult)
+                if announce is not None and backend is not None and not backend.temporary:
+                    link = _flow_run_link(state, backend)
+                    if link:
+                        announce(link)
         except BaseException as exc:  # handed to the main thread, which re-raises it
             outcome["error"] = exc
+        finally:
+            _LAUNCH.reset(token)
+            finished.set()
 
-    thread = threading.Thread(target=target, name="assay-flow", daemon=True)
+    finished = threading.Event()
+    # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(timeout=0.2)  # short waits keep the main thread responsive to signals
+    # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
+    # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
+    # who joins it later (an in-process caller after a second interrupt) would not wait for it.
+    while not finished.wait(timeout=0.2):
+        pass
     if "error" in outcome:
-        raise outcome["error"]
+        raise api_failure(outcome["error"], backend) or outcome["error"]
     return cast(RunResult, outcome["run"])
+
+
+def _flow_run_link(state: State[Any], backend: Backend) -> str | None:
+    """The flow run's page in the Prefect UI, when the UI answers."""
+    flow_run_id = state.state_details.flow_run_id
+    link = url_for("flow-run", obj_id=flow_run_id) if flow_run_id else None
+    if not link or not backend.ui_url or not url_answers(backend.ui_url):
+        return None
+    return link
+
+
+_TEMPORARY_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
+
+
+def api_failure(exc: BaseException, backend: Backend | None) -> ServerError | None:
+    """A one-line ServerError saying what to do when ``exc`` means the Prefect API failed, else None."""
+    where = backend.api_url if backend is not None and backend.api_url else "the temporary Prefect server"
+    if isinstance(exc, RuntimeError) and _TEMPORARY_TIMEOUT in str(exc):
+        return ServerError(
+            "the temporary Prefect server did not start in time (a busy machine, or its first start): raise "
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or use the local server (unset ASSAY_PREFECT_SERVER)"
+        )
+    if isinstance(exc, httpx.TransportError | PrefectHTTPStatusError):
+        status = f"HTTP {exc.response.status_code}" if isinstance(exc, PrefectHTTPStatusError) else type(exc).__name__
+        return ServerError(
+            f"lost the Prefect API at {where} ({status}: {' '.join(str(exc).split())[:200]}); "
+            "check it (`assay server status`) and run again"
+        )
+    return None
+
+
+def deliver_before_exit(timeout: float = 30.0) -> bool:
+    """Send Prefect's queued logs and events now; True when nothing else needs an orderly exit.
+
+    Python's own interpreter shutdown after a Prefect run costs about 0.6 s
+    here; the command line skips it when this returns True. A temporary
+    server still running in this process needs Prefect's exit hook to stop it.
+    """
+    APILogWorker.drain_all(timeout=timeout)
+    EventsWorker.drain_all(timeout=timeout)
+    server = sys.modules.get("prefect.server.api.server")
+    # Prefect's exit hook stops a temporary server's process, also one that timed out starting.
+    return server is None or all(s.server_process is None for s in server.SubprocessASGIServer._instances.values())

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import click
 import typer
@@ -29,12 +29,24 @@ from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.records.store import Store, new_run_id
+from fixtures_core.records.store import Store, bless_refusal, new_run_id
+from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
-from fixtures_core.runner import RunOptions, plan, store_for
+from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.progress import Progress
+from fixtures_core.runner import RunOptions, plan, record
 from flows.interrupts import Interrupted, InterruptGuard, exit_now
+from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
+
+if TYPE_CHECKING:
+    from flows.server import Backend
 
 EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
+HTML_HELP = "Write a self-contained HTML report (plots, drill-down) here."
+JUNIT_HELP = "Write JUnit XML here (a testcase per row) for CI test tabs."
+SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."
+FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
+JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 out = Console(highlight=False, markup=False)  # names and labels are text, never markup
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -71,6 +83,9 @@ def run_command(
     ] = None,
     parallel: Annotated[int, typer.Option("--parallel", help="Rows run at once.")] = 4,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the run.")] = None,
+    tags: Annotated[
+        Optional[list[str]], typer.Option("--tag", help="A Prefect tag for the flow run (repeatable).")
+    ] = None,
     engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
     baseline: Annotated[
         Optional[str], typer.Option("--baseline", help="Compare with a saved run: a run file, run id or blessed name.")
@@ -79,42 +94,119 @@ def run_command(
         float,
         typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1 (pass -> fail always gates)."),
     ] = 0.0,
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    progress: Annotated[
+        Mode,
+        typer.Option(
+            "--progress", help="Progress on stderr: live on a terminal, a plain line per interval elsewhere, or off."
+        ),
+    ] = Mode.AUTO,
+    progress_interval: Annotated[
+        float, typer.Option("--progress-interval", help="Seconds between plain progress lines.")
+    ] = DEFAULT_INTERVAL_S,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="A/B suites: prepare workspaces, run setup and verify; no arm, no judge.")
+    ] = False,
+    bless: Annotated[
+        bool, typer.Option("--bless", help="Bless the run as 'shipped' when its verdict is PASS.")
+    ] = False,
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the judge's blind A/B labels.")] = None,
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
-    if json_path is not None and json_path.is_dir():
-        raise UsageError(f"--json {json_path} is a folder: give a file path")
+    _check_json_path(json_path)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise UsageError(f"--out {out_dir} is not a folder: give the state folder (default .assay)")
+    if not progress_interval > 0:
+        raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
+    if bless and dry_run:
+        raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
     options = RunOptions(
         paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
+        html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
     )  # fmt: skip
-    run = execute_run(options)
+    if tags and engine == "local":
+        raise UsageError("--tag tags the Prefect flow run: --engine local has none")
+    links: list[str] = []
+    run = execute_run(options, progress, progress_interval, tuple(tags or ()), announce=links.append)
     guard = _guard()
     try:
         if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
             run = _recorded_as_interrupted(run, options, guard.received[0])
-        if json_path is not None:
-            _write_json_copy(json_path, run)
-        terminal.render(run, out)
+        _report(run, json_path, links)
+        if bless and not guard.interrupted:
+            _bless_if_passed(run, out_dir)
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
         _recorded_as_interrupted(run, options, interrupt.signal_name)
         raise
     raise Exit(2 if guard.interrupted else EXIT[run.verdict])
 
 
-def execute_run(options: RunOptions) -> RunResult:
-    """Plan (fail fast on configuration errors), then run on the chosen engine."""
+def _check_json_path(json_path: Path | None) -> None:
+    if json_path is not None and json_path.is_dir():
+        raise UsageError(f"--json {json_path} is a folder: give a file path")
+
+
+def _report(run: RunResult, json_path: Path | None, links: Sequence[str] = ()) -> None:
+    """Write ``--json``, print the terminal report and the flow run's address in the Prefect UI."""
+    if json_path is not None:
+        _write_json_copy(json_path, run)
+    terminal.render(run, out)
+    for link in links:
+        out.print(f"Prefect flow run: {link}", soft_wrap=True)
+
+
+def _bless_if_passed(run: RunResult, out_dir: str) -> None:
+    """``run --bless``: bless a PASS run as 'shipped'; say why another is not blessed."""
+    refusal = bless_refusal(run)
+    if refusal is not None:
+        out.print(f"not blessed: {refusal}")
+        return
+    target = Store(Path(out_dir)).bless(run.run_id, "shipped")
+    out.print(f"blessed {run.run_id} as 'shipped': {target}")
+
+
+def execute_run(
+    options: RunOptions,
+    progress: Mode = Mode.OFF,
+    interval: float = DEFAULT_INTERVAL_S,
+    tags: tuple[str, ...] = (),
+    announce: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Plan (fail fast on configuration errors), then run on the chosen engine, showing progress on stderr.
+
+    The Prefect engine first picks its API (``flows.server``: PREFECT_API_URL,
+    else this Prefect home's local server, started on first use); ``announce``
+    gets the flow run's UI address. Every process of the run is contained
+    (``Containment``); signals follow ``flows.interrupts``.
+    """
     planned = plan(options)
     run_id = new_run_id()
-    with Containment() as containment, _guard().running(containment):
+    counts = Progress(planned.matrix)
+    backend = None if options.engine == "local" else _prefect_backend()
+    with Containment() as containment, _guard().running(containment), ProgressDisplay(counts, err, progress, interval):
         if options.engine == "local":
             from flows.local import run_locally
 
-            return run_locally(planned, options, run_id, containment)
+            return run_locally(planned, options, run_id, containment, counts)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, containment, planned)
+        return run_with_prefect(options, run_id, containment, planned, counts, backend, tags, announce)
+
+
+def _prefect_backend() -> Backend:
+    from flows.server import resolve_backend
+
+    return resolve_backend(say=_say)
+
+
+def _say(message: str) -> None:
+    """A progress line on stderr (e.g. while the local Prefect server starts)."""
+    err.print(f"assay: {message}")
 
 
 def _write_json_copy(path: Path, run: RunResult) -> None:
@@ -127,12 +219,16 @@ def _write_json_copy(path: Path, run: RunResult) -> None:
 
 
 def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: str) -> RunResult:
-    """The run written again as ERR: an interrupt came after its samples had finished."""
+    """The run written again as ERR: an interrupt came after its samples had finished.
+
+    Its report files are written again too; a GitHub step summary, which is
+    appended to, is not.
+    """
     if run.status == "ERR" and (run.error or "").startswith("interrupted"):
         return run
     was = f" (it was {run.verdict})" if run.verdict != "ERR" else ""
     marked = replace(run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}")
-    store_for(options).write_run(marked)
+    record(marked, options)
     return marked
 
 
@@ -145,11 +241,15 @@ def _guard() -> InterruptGuard:
 def validate_command(
     paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
 ) -> None:
-    """Parse and validate fixtures; run nothing."""
+    """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
     matrix = plan(RunOptions(paths=tuple(paths))).matrix
+    warnings = [w for f in matrix.files for w in f.warnings]
+    for warning in warnings:
+        err.print(f"warning: {warning}")
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
-    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples")
+    noted = f", {len(warnings)} warnings" if warnings else ""
+    out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
 
 
 @app.command("bless")
@@ -157,10 +257,39 @@ def bless_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file or run id.")],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = "shipped",
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+    force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR or dry run anyway.")] = False,
 ) -> None:
-    """Promote a run to a named baseline (``--baseline NAME`` then finds it)."""
-    target = Store(Path(out_dir)).bless(run_ref, name)
-    out.print(f"blessed {run_ref} as '{name}': {target}", markup=False)
+    """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS unless --force."""
+    target = Store(Path(out_dir)).bless(run_ref, name, force=force)
+    out.print(f"blessed {run_ref} as '{name}': {target}")
+
+
+@app.command("rejudge")
+def rejudge_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id or 'latest'.")],
+    judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
+    seed: Annotated[
+        Optional[int], typer.Option("--seed", help="Seed of the blind labels (default: the run's).")
+    ] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare with a saved run.")] = None,
+    tolerance: Annotated[float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates.")] = 0.0,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the new run.")] = None,
+    parallel: Annotated[int, typer.Option("--parallel", help="Judge calls at once.")] = 4,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Re-run the judge and the gates on a stored A/B run's evidence; no arm runs again. A new run."""
+    _check_json_path(json_path)
+    options = RunOptions(
+        paths=(), out=out_dir, judge=judge, seed=seed, baseline=baseline, tolerance=tolerance, label=label,
+        parallel=parallel, engine="local",
+    )  # fmt: skip
+    with Containment() as containment, _guard().running(containment):
+        rejudged = rejudge(run_ref, options, containment)
+    for warning in rejudged.warnings:
+        err.print(f"warning: {warning}")
+    _report(rejudged.run, json_path)
+    raise Exit(2 if _guard().interrupted else EXIT[rejudged.run.verdict])
 
 
 @app.command("compare")
@@ -182,13 +311,39 @@ def compare_command(
     baseline = load_run(baseline_path)
     current = load_run(store.resolve_run(current_ref))
     if current.status == "ERR":
-        err.print(
-            f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison", markup=False
-        )
+        err.print(f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison")
         raise Exit(2)
     comparison = compare(baseline, current, tolerance, str(baseline_path))
     terminal.render_comparison_lines(comparison, out)
     raise Exit(1 if comparison.regressed else 0)
+
+
+@app.command("show")
+def show_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Print a saved run's report, as the run printed it."""
+    terminal.render(load_run(Store(Path(out_dir)).resolve_run(run_ref)), out)
+
+
+@app.command("report")
+def report_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Write report files of a saved run: HTML, JUnit XML, Markdown summary, sample frame."""
+    files = ReportFiles(html=html, junit=junit, summary=summary, frame=frame)
+    if not files.named():
+        raise UsageError("assay report: give at least one of --html, --junit, --summary, --frame")
+    files.check()
+    run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
+    for path in files.write(run, step_summary_file() if summary is not None else None):
+        out.print(f"wrote {path}")
 
 
 @app.command("history")
@@ -197,7 +352,46 @@ def history_command(out_dir: Annotated[str, typer.Option("--out", help="State fo
     terminal.render_history(Store(Path(out_dir)).runs(), out)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "history")
+server_app = typer.Typer(
+    no_args_is_help=True,
+    help="The local Prefect server ad-hoc runs use (Prefect's own background server of PREFECT_HOME).",
+)
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start_command(
+    port: Annotated[
+        Optional[int], typer.Option("--port", help="Port (default: 4200 when free, else a free one).")
+    ] = None,
+) -> None:
+    """Start this Prefect home's background server (or find it running) and wait until it answers."""
+    from flows.server import ensure_started, prefect_home
+
+    found = ensure_started(prefect_home(), port, say=_say)
+    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}")
+
+
+@server_app.command("stop")
+def server_stop_command() -> None:
+    """Stop this Prefect home's background server and wait until it is gone."""
+    from flows.server import prefect_home, stop
+
+    stopped = stop(prefect_home())
+    out.print(f"stopped the local Prefect server (pid {stopped.pid})" if stopped else "no local Prefect server ran")
+
+
+@server_app.command("status")
+def server_status_command() -> None:
+    """Is this Prefect home's background server running, where, and does it answer (exit 1 if not running)."""
+    from flows.server import find, prefect_home, status
+
+    home = prefect_home()
+    out.print(status(home))
+    raise Exit(0 if find(home) is not None else 1)
+
+
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge", "server")
 
 
 def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
@@ -245,14 +439,14 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
     except Exit as done:
         return done.code
     except Interrupted as interrupt:
-        err.print(f"error: {interrupt.message}", markup=False)
+        err.print(f"error: {interrupt.message}")
         return 2
     except ValidationFailed as exc:
         for error in exc.errors:
-            err.print(f"error: {error}", markup=False)
+            err.print(f"error: {error}")
         return 2
     except AssayError as exc:
-        err.print(f"error: {exc}", markup=False)
+        err.print(f"error: {exc}")
         return 2
     except _CLICK_ERRORS as exc:
         _usage_error(exc, args)
@@ -265,12 +459,12 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        err.print(f"error: {where}{exc.strerror or exc}", markup=False)
+        err.print(f"error: {where}{exc.strerror or exc}")
         return 2
     except Exception as exc:  # a bug: one line, exit 2 (an error, never "fail"); ASSAY_DEBUG=1 shows the traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
-        err.print(f"error: internal error: {type(exc).__name__}: {exc} (ASSAY_DEBUG=1 shows where)", markup=False)
+        err.print(f"error: internal error: {type(exc).__name__}: {exc} (ASSAY_DEBUG=1 shows where)")
         return 2
     # typer returns an exit code instead of raising: 0 after --help, 130 for a KeyboardInterrupt
     if isinstance(returned, int) and not isinstance(returned, bool) and returned != 0:
@@ -282,10 +476,10 @@ def _usage_error(exc: Exception, args: Sequence[str]) -> None:
     """The usage line of the command concerned, then the problem: two lines, exit 2."""
     context = getattr(exc, "ctx", None)
     usage = context.get_usage() if context is not None else _usage_of(args)
-    err.print("usage: " + usage.removeprefix("Usage: ").strip(), markup=False)
+    err.print("usage: " + usage.removeprefix("Usage: ").strip())
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
-    err.print(f"error: {message or 'give a command: ' + ', '.join(SUBCOMMANDS)}", markup=False)
+    err.print(f"error: {message or 'give a command: ' + ', '.join(SUBCOMMANDS)}")
 
 
 def _usage_of(args: Sequence[str]) -> str:
@@ -302,8 +496,20 @@ def _usage_of(args: Sequence[str]) -> str:
 
 def cli() -> None:
     """Console-script entry point (``flows.launch`` guards the imports before it)."""
-    sys.exit(main(last=True))
+    leave(main(last=True))
+
+
+def leave(code: int) -> None:
+    """Exit with ``code``; after a Prefect run whose logs and events are delivered, skip the
+    interpreter's slow shutdown (nothing is left to write: the run document is on disk).
+
+    A signal from here on exits 2 at once (``main(last=True)`` left its guard in place).
+    """
+    matrix = sys.modules.get("flows.matrix")
+    if matrix is not None and matrix.deliver_before_exit():
+        exit_now(code=code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(module_main(last=True))
+    leave(module_main(last=True))

@@ -18,15 +18,20 @@ and this module only compares two ``RunResult`` values (no I/O). The rules
   SKIP rows are never counted. A rate withheld on either side is shown with
   the reason, never compared as zero.
 * A metric gates only when it is ``gate: true`` with a ``direction`` and
-  ``threshold.regressionPercent``, and its aggregate worsened by more than
-  that percent (``metrics.regression_percent``). Other metrics, cost among
+  ``threshold.regressionPercent`` or ``threshold.regressionPoints``, and its
+  aggregate worsened by more than that percent or that many of its units
+  (``metrics.regression_failure``). Other metrics, cost among
   them, are shown as informational. A metric on one side only, a missing
   value, an incomplete aggregate (status ``not_evaluated`` or ``error`` on
   either side) or a zero baseline value is shown with a note, never compared.
 * p-values (Mann-Whitney U over per-sample metric values, Fisher's exact
   test over sample pass counts) are information; they never gate.
-* The gate fails closed: a baseline without rows, or no row in common that
-  ran on both sides, raises ``BaselineError``.
+* The gate fails closed: a baseline without rows, no row in common that ran
+  on both sides, or a metric gate of the baseline that matches no metric of
+  the current run (all renamed) raises ``BaselineError``.
+* A row that failed in the baseline and still fails is reported
+  (``still_failing``), never gating: with a baseline the verdict answers
+  "did it regress?" (``RunResult.verdict``).
 """
 
 from __future__ import annotations
@@ -36,11 +41,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fixtures_core.analysis.metrics import beyond, regression_percent
+from fixtures_core.analysis.metrics import beyond, regression_failure, regression_percent, regression_points
 from fixtures_core.analysis.passk import SuiteFigures, suite_figures
 from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.results import MetricSummary, RowResult, Status
+from fixtures_core.spec import Threshold
 
 if TYPE_CHECKING:  # rundoc stores a Comparison in the run document, so it imports this module
     from fixtures_core.records.rundoc import RunResult
@@ -156,6 +162,7 @@ class Comparison:
     removed: tuple[str, ...]
     warnings: tuple[str, ...]
     error: str | None = None
+    still_failing: tuple[str, ...] = ()  # ids of rows that failed in the baseline and fail now: reported, not gating
 
 
 def check_tolerance(value: float) -> float:
@@ -192,6 +199,7 @@ def compare(
         raise BaselineError(
             baseline_path, f"none of the {_count(common)} in common ran in both runs (skipped on one side)"
         )
+    _check_metric_gates(before, after, ran, baseline_path)
     added = [after[key] for key in after if key not in before]
     removed = [before[key] for key in before if key not in after]
 
@@ -217,7 +225,30 @@ def compare(
         added=tuple(row.id for row in added),
         removed=tuple(row.id for row in removed),
         warnings=tuple(_warnings(baseline, current, [(before[key], after[key]) for key in common])),
+        still_failing=tuple(after[key].id for key in common if before[key].status == after[key].status == "FAIL"),
     )
+
+
+def _check_metric_gates(
+    before: Mapping[RowKey, RowResult], after: Mapping[RowKey, RowResult], ran: Sequence[RowKey], baseline_path: str
+) -> None:
+    """A metric gate of the baseline that matches no metric of this run (every metric renamed or
+    removed) would silently stop gating: the comparison fails closed instead."""
+    gating = {
+        name
+        for key in ran
+        for name, metric in before[key].metrics.items()
+        if metric.gate and metric.direction != "none" and metric.threshold.limits_regression
+    }
+    present = {name for key in ran for name in after[key].metrics}
+    lost = sorted(gating - present)
+    if lost:
+        names = ", ".join(f"'{name}'" for name in lost)
+        raise BaselineError(
+            baseline_path,
+            f"metric gate {names} of the baseline matches no metric of this run (renamed or removed?): "
+            "the gate cannot be checked",
+        )
 
 
 # --- rows -----------------------------------------------------------------------
@@ -394,16 +425,27 @@ def _metric_delta(row: str, name: str, before: MetricSummary | None, after: Metr
         if summary.status not in ("pass", "fail"):
             return _noted(unshown, f"{side} error: {summary.error or summary.status}")
     assert before.value is not None and after.value is not None
-    if before.value == 0:
+    threshold = after.threshold
+    gates = after.gate and after.direction != "none" and threshold.limits_regression
+    points_only = threshold.regression_percent is None and threshold.regression_points is not None
+    if before.value == 0 and not (gates and points_only):
         return _noted(unshown, "baseline value is 0: a relative change is undefined; not compared")
-    delta = (after.value - before.value) / abs(before.value) * 100.0
-    allowed = after.threshold.regression_percent
-    if not after.gate or after.direction == "none" or allowed is None:
+    delta = None if before.value == 0 else (after.value - before.value) / abs(before.value) * 100.0
+    if not gates:
         return MetricDelta(row, name, after.unit, before.value, after.value, delta, False, False, p)
-    worse = regression_percent(after.value, before.value, after.direction)
-    regressed = beyond(worse, allowed)  # the rule finalize applies between rows
-    note = f"{worse:.1f}% worse, allowed {allowed:g}%" if regressed else None
+    # the rules finalize applies between rows
+    percent = None if before.value == 0 else regression_percent(after.value, before.value, after.direction)
+    points = regression_points(after.value, before.value, after.direction)
+    regressed = regression_failure(percent, points, threshold, after.unit) is not None
+    note = _worse_note(percent, points, threshold, after.unit) if regressed else None
     return MetricDelta(row, name, after.unit, before.value, after.value, delta, True, regressed, p, note)
+
+
+def _worse_note(percent: float | None, points: float, threshold: Threshold, unit: str) -> str:
+    allowed = threshold.regression_percent
+    if allowed is not None and percent is not None and beyond(percent, allowed):
+        return f"{percent:.1f}% worse, allowed {allowed:g}%"
+    return f"{points:.4g} {unit} worse, allowed {threshold.regression_points:g} {unit}"
 
 
 def _value(summary: MetricSummary | None) -> float | None:
@@ -483,6 +525,9 @@ def render_comparison(comparison: Comparison) -> list[str]:
             )
         )
     lines.extend(_table(table))
+    if comparison.still_failing:
+        shown = ", ".join(row_id.split("::", 1)[-1] for row_id in comparison.still_failing)
+        lines += ["", f"· still failing, as in the baseline (not a regression): {shown}"]
     if comparison.changes:
         lines += ["", "Changed rows"]
         names = [c.row for c in comparison.changes]

@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from fixtures_core.analysis.metrics import aggregate, beyond, regression_percent, threshold_failure
+from fixtures_core.analysis.metrics import (
+    aggregate,
+    regression_failure,
+    regression_percent,
+    regression_points,
+    threshold_failure,
+)
 from fixtures_core.analysis.passk import SuiteFigures, group_figures, row_stochastic, suite_figures
 from fixtures_core.results import (
     MetricComparison,
@@ -165,17 +171,17 @@ def _compare(
     baseline_name = _baseline_name(spec, name)
     if baseline_name is None:
         return summary
-    allowed = summary.threshold.regression_percent
+    gating = summary.threshold.limits_regression
     baseline_row = rows_by_name.get(baseline_name)
     other = summaries.get(baseline_row.id, {}).get(name) if baseline_row is not None else None
     if other is None:
-        comparison = _impossible(baseline_name, name, baseline_row, gating=allowed is not None)
+        comparison = _impossible(baseline_name, name, baseline_row, gating=gating)
     else:
-        comparison = _comparison(baseline_name, summary, other, allowed)
+        comparison = _comparison(baseline_name, summary, other)
     return replace(
         summary,
         comparison=comparison,
-        status=_compared_status(summary.status, comparison.status, gating=allowed is not None),
+        status=_compared_status(summary.status, comparison.status, gating=gating),
         error=summary.error if summary.status in ("fail", "error") else comparison.error,
     )
 
@@ -201,23 +207,25 @@ def _compared_status(own: Outcome, comparison: Outcome, gating: bool) -> Outcome
     return combine_outcomes([own, comparison])
 
 
-def _comparison(
-    baseline_name: str, summary: MetricSummary, other: MetricSummary, allowed: float | None
-) -> MetricComparison:
+def _comparison(baseline_name: str, summary: MetricSummary, other: MetricSummary) -> MetricComparison:
     if summary.status not in ("pass", "fail") or other.status not in ("pass", "fail"):
         side = "this row" if summary.status not in ("pass", "fail") else f"baseline row '{baseline_name}'"
         return MetricComparison(baseline_name, "not_evaluated", other.value, error=f"{side} has no complete value")
     assert summary.value is not None and other.value is not None
     if summary.direction == "none":
         return MetricComparison(baseline_name, "pass", other.value)
+    points = regression_points(summary.value, other.value, summary.direction)
     try:
-        percent = regression_percent(summary.value, other.value, summary.direction)
+        percent: float | None = regression_percent(summary.value, other.value, summary.direction)
     except ZeroDivisionError as exc:
-        return MetricComparison(baseline_name, "error", other.value, error=str(exc))
-    if allowed is not None and beyond(percent, allowed):
-        reason = f"{percent:+.1f}% vs '{baseline_name}' exceeds the allowed {allowed:g}%"
-        return MetricComparison(baseline_name, "fail", other.value, percent, reason)
-    return MetricComparison(baseline_name, "pass", other.value, percent)
+        if summary.threshold.regression_percent is not None:
+            return MetricComparison(baseline_name, "error", other.value, error=str(exc))
+        percent = None  # only points are limited: a zero baseline is fine
+    failure = regression_failure(percent, points, summary.threshold, summary.unit)
+    if failure is not None:
+        reason = failure.replace(" exceeds", f" vs '{baseline_name}' exceeds", 1)
+        return MetricComparison(baseline_name, "fail", other.value, percent, points, reason)
+    return MetricComparison(baseline_name, "pass", other.value, percent, points)
 
 
 def _with_metrics(row: RowResult, metrics: dict[str, MetricSummary]) -> RowResult:

@@ -1,4 +1,4 @@
-"""Pure metric arithmetic: aggregates, absolute thresholds, regression percent.
+"""Pure metric arithmetic: aggregates, absolute thresholds, regression in percent and in points.
 
 Aggregates follow DESIGN: the median of an even count is the mean of the two
 middle values; p95 is nearest-rank, ``sorted[ceil(0.95 * n) - 1]``, so it is
@@ -68,3 +68,22 @@ def regression_percent(current: float, baseline: float, direction: Direction) ->
     if direction == "higher":
         return (baseline - current) / abs(baseline) * 100.0
     raise ValueError("a regression needs a direction (lower or higher)")
+
+
+def regression_points(current: float, baseline: float, direction: Direction) -> float:
+    """Signed worsening in the metric's own unit (negative is an improvement)."""
+    if direction == "lower":
+        return current - baseline
+    if direction == "higher":
+        return baseline - current
+    raise ValueError("a regression needs a direction (lower or higher)")
+
+
+def regression_failure(percent: float | None, points: float, threshold: Threshold, unit: str) -> str | None:
+    """Why a worsening exceeds ``regressionPercent`` or ``regressionPoints``, or None."""
+    allowed_percent, allowed_points = threshold.regression_percent, threshold.regression_points
+    if allowed_percent is not None and percent is not None and beyond(percent, allowed_percent):
+        return f"{percent:+.1f}% exceeds the allowed {allowed_percent:g}%"
+    if allowed_points is not None and beyond(points, allowed_points):
+        return f"{points:+.4g} {unit} exceeds the allowed {allowed_points:g} {unit}"
+    return None

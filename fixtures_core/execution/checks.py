@@ -16,14 +16,17 @@ from dataclasses import dataclass
 
 from fixtures_core.cel import CelValue, Program, compile_expression, declarable_properties, parse_json
 from fixtures_core.durations import format_duration
+from fixtures_core.execution.ansi import ansi_facts
 from fixtures_core.execution.sampling import Execution
 from fixtures_core.limits import LimitExceeded
+from fixtures_core.parsing.builtins import cel_names
 from fixtures_core.results import Check, MetricValue, SampleResult, Status
 from fixtures_core.spec import RowSpec
 
 FILES_LIMIT = 1024 * 1024
 _EXCERPT = 120
 _FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
+_ANSI_WORD = re.compile(r"\bansi\b")
 _CEL_TYPES = {bool: "bool", str: "string", bytes: "bytes", bytearray: "bytes", list: "list", dict: "map"}
 
 
@@ -43,6 +46,10 @@ class RowPrograms:
     def uses_files(self) -> bool:
         return any(_FILES_WORD.search(p.expression) for p in self._all())
 
+    @property
+    def uses_ansi(self) -> bool:
+        return any(_ANSI_WORD.search(p.expression) for p in self._all())
+
     def _all(self) -> list[Program]:
         found = [p for p in (self.assertion, self.indeterminate) if p is not None]
         return found + list(self.metrics.values())
@@ -50,7 +57,7 @@ class RowPrograms:
 
 def row_programs(row: RowSpec) -> RowPrograms:
     """Compile every expression of a row (raises CelError; validation reports it first)."""
-    names = list(row.properties)
+    names = cel_names(row)
     return RowPrograms(
         assertion=compile_expression(row.expect.cel, names) if row.expect.cel else None,
         indeterminate=compile_expression(row.indeterminate, names) if row.indeterminate else None,
@@ -58,8 +65,17 @@ def row_programs(row: RowSpec) -> RowPrograms:
     )
 
 
-def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) -> SampleResult:
-    """Turn a finished execution into a sample result."""
+def check_sample(
+    row: RowSpec,
+    index: int,
+    execution: Execution,
+    tmpdir: str,
+    names: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> SampleResult:
+    """Turn a finished execution into a sample result; ``names`` are the row's CEL names and values
+    besides the sample's own (env variables, properties, built-ins, in rising precedence); ``extra``
+    adds variables of the sample's own (an A/B attempt's evidence)."""
     stdout = execution.stdout.decode("utf-8", errors="replace")
     stderr = execution.stderr.decode("utf-8", errors="replace")
     base = dict(
@@ -84,7 +100,8 @@ def check_sample(row: RowSpec, index: int, execution: Execution, tmpdir: str) ->
             error=command_failure,
             **base,  # type: ignore[arg-type]
         )
-    context = _context(row, index, stdout, stderr, execution, tmpdir, programs)
+    context = _context(row, index, stdout, stderr, execution, tmpdir, programs, names)
+    context.update(extra or {})
     not_json = _not_json(stdout) if programs.uses_json and "json" not in context else ""
     if execution.truncated:
         not_json += " (stdout was cut at the capture limit)"
@@ -115,32 +132,68 @@ def _process_error(row: RowSpec, execution: Execution) -> str | None:
     return execution.error
 
 
+def missing_cwd_sample(row: RowSpec, index: int, cwd: str) -> SampleResult:
+    """A sample whose working directory does not exist: a FAIL, as in Gavel (the command never ran)."""
+    message = f"cwd {cwd} does not exist"
+    return SampleResult(
+        index=index,
+        status="FAIL",
+        duration_ms=0.0,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        command=Check("fail", message),
+        assertions=Check("not_evaluated", expression=row.expect.cel) if row.expect.cel else None,
+        metrics={m.name: MetricValue("not_evaluated") for m in row.metrics},
+        error=message,
+    )
+
+
 def _command_failure(row: RowSpec, exit_code: int | None, stdout: str, stderr: str) -> str | None:
     expect = row.expect
     if exit_code != expect.exit_code:
         return f"exit code {exit_code}, expected {expect.exit_code}"
-    # A table cell cannot hold a trailing newline, so trailing newlines are not compared.
-    if expect.stdout is not None and stdout.rstrip("\r\n") != expect.stdout.rstrip("\r\n"):
-        return f"stdout {_excerpt(stdout)!r} is not the expected {_excerpt(expect.stdout)!r}"
-    if expect.stderr is not None and stderr.rstrip("\r\n") != expect.stderr.rstrip("\r\n"):
-        return f"stderr {_excerpt(stderr)!r} is not the expected {_excerpt(expect.stderr)!r}"
+    for stream, actual, wanted, golden in (
+        ("stdout", stdout, expect.stdout, expect.stdout_file),
+        ("stderr", stderr, expect.stderr, expect.stderr_file),
+    ):
+        if wanted is None:
+            continue
+        if golden is not None:  # a golden file is compared exactly, as Gavel does
+            if actual != wanted:
+                return f"{stream} {_excerpt(actual)!r} differs from golden file {golden}"
+        # A table cell cannot hold a trailing newline, so trailing newlines are not compared.
+        elif actual.rstrip("\r\n") != wanted.rstrip("\r\n"):
+            return f"{stream} {_excerpt(actual)!r} is not the expected {_excerpt(wanted)!r}"
     return None
 
 
 def _context(
-    row: RowSpec, index: int, stdout: str, stderr: str, execution: Execution, tmpdir: str, programs: RowPrograms
+    row: RowSpec,
+    index: int,
+    stdout: str,
+    stderr: str,
+    execution: Execution,
+    tmpdir: str,
+    programs: RowPrograms,
+    names: Mapping[str, object] | None,
 ) -> dict[str, object]:
-    context: dict[str, object] = {
-        "stdout": stdout,
-        "output": stdout,
-        "stderr": stderr,
-        "exitCode": execution.exit_code if execution.exit_code is not None else -1,
-        "duration_ms": execution.duration_ms,
-        "sample": index,
-        "properties": dict(row.properties),
-    }
-    for name in declarable_properties(row.properties):
-        context[name] = row.properties[name]
+    declared = declarable_properties(cel_names(row))
+    values = names if names is not None else row.properties
+    context: dict[str, object] = {name: value for name, value in values.items() if name in declared}
+    context.update(
+        {
+            "stdout": stdout,
+            "output": stdout,
+            "stderr": stderr,
+            "exitCode": execution.exit_code if execution.exit_code is not None else -1,
+            "duration_ms": execution.duration_ms,
+            "sample": index,
+            "properties": dict(row.properties),
+        }
+    )
+    if programs.uses_ansi:
+        context["ansi"] = ansi_facts(stdout, stderr)
     if programs.uses_json:
         parsed = _parse_observation(stdout)
         if parsed is not None:

@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from fixtures_core.execution import procfs
 from fixtures_core.execution.cgroups import Cgroup, cgroup_base
@@ -116,9 +116,17 @@ class Containment:
         self.close()
 
     def start(
-        self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: int | IO[bytes] = subprocess.DEVNULL,
     ) -> ContainedSample:
-        """Start one sample's leader in its own session (and cgroup); raise OSError when it cannot start."""
+        """Start one sample's leader in its own session (and cgroup); raise OSError when it cannot start.
+
+        ``stdin`` is what the leader reads (a file or ``subprocess.DEVNULL``).
+        """
         self._open()
         number = next(self._numbers)
         token = f"{self.token}-{number}"
@@ -134,7 +142,7 @@ class Containment:
                 command,
                 cwd=cwd,
                 env=environment,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,

@@ -8,12 +8,16 @@ chatty command can neither block nor exhaust memory.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import selectors
+import subprocess
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from fixtures_core.execution.containment import ContainedSample, Containment
 
@@ -46,20 +50,24 @@ def execute(
     env: Mapping[str, str] | None = None,
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
     containment: Containment | None = None,
+    stdin: bytes | None = None,
 ) -> Execution:
-    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes.
+    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes; ``stdin`` is its input.
 
     Every process it starts is stopped before this returns (``containment``:
     the run's; without one, a private one for this call).
     """
     if containment is None:
         with Containment() as own:
-            return execute(argv, deadline=deadline, cwd=cwd, env=env, capture_limit=capture_limit, containment=own)
+            return execute(
+                argv, deadline=deadline, cwd=cwd, env=env, capture_limit=capture_limit, containment=own, stdin=stdin
+            )
     started = time.monotonic()
     if containment.cancelled.is_set():
         return Execution(None, b"", b"", 0.0, cancelled=True, error="cancelled before start")
     try:
-        sample = containment.start(argv, cwd=cwd, env=env)
+        with _input(stdin) as source:  # a file, not a pipe: a large input can never block the reader below
+            sample = containment.start(argv, cwd=cwd, env=env, stdin=source)
     except OSError as exc:
         return Execution(None, b"", b"", _ms_since(started), error=_start_error(argv, cwd, exc))
     try:
@@ -78,6 +86,17 @@ def execute(
         timed_out=stopped == "timeout",
         cancelled=stopped == "cancelled",
     )
+
+
+@contextlib.contextmanager
+def _input(data: bytes | None) -> Iterator[int | IO[bytes]]:
+    if data is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        yield handle
 
 
 def _start_error(argv: Sequence[str], cwd: str | None, exc: OSError) -> str:

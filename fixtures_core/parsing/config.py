@@ -13,7 +13,8 @@ from typing import cast
 
 from fixtures_core.durations import parse_duration
 from fixtures_core.errors import FixtureError
-from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Direction, MetricSpec, Threshold
+from fixtures_core.redaction import pattern_problem
+from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Direction, MetricSpec, Redaction, Threshold
 
 
 class Where:
@@ -74,14 +75,35 @@ def read_env(value: object, where: Where, field: str = "env") -> dict[str, str]:
     return {str(k): read_string(v, where, f"{field}.{k}") for k, v in value.items()}
 
 
-def read_skip(value: object) -> str | None:
-    """A skip flag or reason: None when the row runs."""
+def read_skip(value: object) -> tuple[str | None, str | None]:
+    """Gavel's ``skip``: (a reason to skip now, or a shell command that skips the row when it exits 0).
+
+    ``true`` and ``false`` decide at once (they are what the shell commands of
+    those names would answer); any other text is a command, as in Gavel.
+    """
     if value is None or value is False:
-        return None
+        return None, None
+    if value is True:
+        return "skip: true", None
     text = str(value).strip()
-    if text.lower() in ("", "false", "no", "0"):
-        return None
-    return "skipped" if text.lower() in ("true", "yes", "1") else text
+    if text in ("", "false"):
+        return None, None
+    if text == "true":
+        return "skip: true", None
+    return None, text
+
+
+def read_redaction(value: object, where: Where, item_lines: list[int], field: str = "redact") -> Redaction:
+    """``redact:``: true/false (built-in masking on or off), or regexes masked on top of the built-in set."""
+    if isinstance(value, bool):
+        return Redaction(enabled=value)
+    patterns = read_string_list(value, where, field)
+    for index, pattern in enumerate(patterns):
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            line = item_lines[index] if index < len(item_lines) else where.line
+            raise FixtureError(where.path, line, problem, f"{field}[{index}]" if isinstance(value, list) else field)
+    return Redaction(patterns=patterns)
 
 
 def reject_near_misses(keys: Mapping[str, int], known: tuple[str, ...], path: str) -> None:
@@ -98,7 +120,7 @@ def reject_near_misses(keys: Mapping[str, int], known: tuple[str, ...], path: st
 
 
 METRIC_KEYS = ("name", "extract", "unit", "aggregate", "direction", "baseline", "threshold", "gate")
-THRESHOLD_KEYS = ("min", "max", "regressionPercent")
+THRESHOLD_KEYS = ("min", "max", "regressionPercent", "regressionPoints")
 
 
 def read_metrics(value: object, where: Where, item_lines: list[int], field: str = "metrics") -> tuple[MetricSpec, ...]:
@@ -133,11 +155,15 @@ def _read_metric(item: object, where: Where, field: str) -> MetricSpec:
     if not isinstance(gate, bool):
         raise where.error(f"{label}.gate", f"must be true or false, got {gate!r}")
     baseline = item.get("baseline")
-    threshold = _read_threshold(item.get("threshold"), where, f"{label}.threshold")
-    if threshold.regression_percent is not None and direction == "none":
-        raise where.error(
-            f"{label}.threshold.regressionPercent", "needs a direction (lower or higher) to know what worse means"
-        )
+    threshold = read_threshold(item.get("threshold"), where, f"{label}.threshold")
+    for key, limit in (
+        ("regressionPercent", threshold.regression_percent),
+        ("regressionPoints", threshold.regression_points),
+    ):
+        if limit is not None and direction == "none":
+            raise where.error(
+                f"{label}.threshold.{key}", "needs a direction (lower or higher) to know what worse means"
+            )
     return MetricSpec(
         name=name,
         extract=read_string(item["extract"], where, f"{label}.extract"),
@@ -152,21 +178,24 @@ def _read_metric(item: object, where: Where, field: str) -> MetricSpec:
     )
 
 
-def _read_threshold(value: object, where: Where, field: str) -> Threshold:
+def read_threshold(value: object, where: Where, field: str) -> Threshold:
+    """A metric's limits: ``min``, ``max``, ``regressionPercent``, ``regressionPoints``."""
     if value is None:
         return Threshold()
     if not isinstance(value, dict):
-        raise where.error(field, f"must be a map with min, max or regressionPercent, got {value!r}")
+        raise where.error(field, f"must be a map with min, max, regressionPercent or regressionPoints, got {value!r}")
     unknown = sorted(set(map(str, value)) - set(THRESHOLD_KEYS))
     if unknown:
         raise where.error(f"{field}.{unknown[0]}", f"unknown threshold key (known: {', '.join(THRESHOLD_KEYS)})")
     numbers = {key: _finite(value[key], where, f"{field}.{key}") for key in THRESHOLD_KEYS if key in value}
-    low, high, percent = numbers.get("min"), numbers.get("max"), numbers.get("regressionPercent")
+    low, high = numbers.get("min"), numbers.get("max")
+    percent, points = numbers.get("regressionPercent"), numbers.get("regressionPoints")
     if low is not None and high is not None and low > high:
         raise where.error(field, f"min {low:g} is greater than max {high:g}")
-    if percent is not None and percent < 0:
-        raise where.error(f"{field}.regressionPercent", f"must be >= 0, got {percent:g}")
-    return Threshold(min=low, max=high, regression_percent=percent)
+    for key, limit in (("regressionPercent", percent), ("regressionPoints", points)):
+        if limit is not None and limit < 0:
+            raise where.error(f"{field}.{key}", f"must be >= 0, got {limit:g}")
+    return Threshold(min=low, max=high, regression_percent=percent, regression_points=points)
 
 
 def _finite(value: object, where: Where, field: str) -> float:

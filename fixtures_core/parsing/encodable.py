@@ -22,7 +22,7 @@ def text_errors(row: RowSpec) -> list[FixtureError]:
     def report(field: str, problem: str) -> None:
         errors.append(FixtureError(row.file, row.line, f"row '{_shown(row.name)}': {problem}", field))
 
-    to_process = [("command", arg) for arg in row.argv] + [("cwd", row.cwd or "")]
+    to_process = [("command", arg) for arg in row.argv] + [("cwd", row.cwd or ""), ("skip", row.skip_command or "")]
     to_process += [(f"env.{_shown(name)}", value) for name, value in row.env.items()]
     for name in row.env:
         if not name or "=" in name or "\0" in name:

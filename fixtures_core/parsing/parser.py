@@ -1,20 +1,19 @@
 """Parse Markdown fixture files (Gavel-compatible) into row specs.
 
-A file is optional YAML frontmatter, then Markdown: every table with a
-``Name`` column contributes one row per table row, and every
-``### command: NAME`` heading starts a command block. Every row knows its
-file and line; malformed input raises FixtureError, never drops a row.
+A file is optional YAML frontmatter, then Markdown read as Gavel reads it:
+every table with a ``Name`` column contributes one row per table row, a
+``command: NAME`` heading (any level) starts a command block, and a script
+fence outside a command block is a row named after the heading above it.
+Every row knows its file and line; malformed input raises FixtureError,
+never drops a row, and what assay reads but does not run is a warning.
 """
 
 from __future__ import annotations
 
 import hashlib
-import platform
 import re
-import shlex
-import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -22,77 +21,37 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from fixtures_core.errors import FixtureError
-from fixtures_core.parsing.config import (
-    Where,
-    read_env,
-    read_exit_code,
-    read_metrics,
-    read_repeat,
-    read_skip,
-    read_string,
-    read_string_list,
-    read_timeout,
-    reject_near_misses,
+from fixtures_core.parsing.blocks import (
+    CONFIG_LANGUAGES,
+    INTERPRETERS,
+    STANDALONE_LANGUAGES,
+    Block,
+    Fence,
+    block_row,
+    is_validation_list,
 )
+from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
 from fixtures_core.parsing.fixture_file import read_fixture
+from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.safe_yaml import load_yaml
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, Expectation, FixtureFile, MetricSpec, PropertyValue, RowSpec
+from fixtures_core.parsing.settings import Settings, apply_common
+from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
+from fixtures_core.parsing.tables import reject_broken_table, table_rows
+from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate",
+    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", *SUITE_KEYS,
 )  # fmt: skip
-BLOCK_KEYS = (
-    "exitCode", "cwd", "env", "timeout", "repeat", "metrics", "measurements",
-    "skip", "indeterminate", "stdout", "stderr",
-)  # fmt: skip
-COLUMNS = {
-    "name": "name",
-    "command": "exec", "cli": "exec", "exec": "exec",
-    "args": "args", "cli args": "args",
-    "cwd": "cwd",
-    "exit code": "exit_code",
-    "stdout": "stdout", "expected output": "stdout",
-    "stderr": "stderr",
-    "cel validation": "cel", "cel": "cel", "validation": "cel", "expr": "cel",
-    "repeat": "repeat",
-    "timeout": "timeout",
-    "skip": "skip",
-    "indeterminate": "indeterminate",
-}  # fmt: skip
-INTERPRETERS: Mapping[str, tuple[str, ...]] = {
-    "bash": ("bash", "-c"),
-    "sh": ("sh", "-c"),
-    "shell": ("bash", "-c"),
-    "python": (sys.executable, "-c"),
-    "python3": (sys.executable, "-c"),
+# Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
+GAVEL_ONLY_KEYS = {
+    "build": "assay does not run build commands: build before the run",
+    "daemon": "assay does not start daemons: start the service before the run",
+    "terminal": "assay allocates no pseudo-terminal: commands run with pipes (stdout and stderr apart)",
+    "files": "Gavel's own runner ignores it too: use an @glob Stdout cell for one row per file",
 }
-_SHELL_CHARS = frozenset(" \t|&;<>()$`*?[]{}~'\"\n")
-_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-_GO_OS = {"linux2": "linux", "win32": "windows", "cygwin": "windows"}
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks markdown-it knows, so line numbers agree with its token maps
-_CELL_PIPE = re.compile(r"(?<!\\)\|")  # a pipe not preceded by a backslash separates cells, as markdown-it splits
-_QUOTE_MARKERS = re.compile(r"^\s*(?:>\s?)*")
-_DELIMITER_ROW = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?$")
-_TEMPLATE_ACTION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
-
-
-@dataclass(frozen=True)
-class _Defaults:
-    """What the frontmatter gives every row of the file."""
-
-    exec: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    repeat: int = 1
-    metrics: tuple[MetricSpec, ...] = ()
-    skip: str | None = None
-    indeterminate: str | None = None
-    code_blocks: tuple[str, ...] = ("bash",)
-    properties: Mapping[str, PropertyValue] = field(default_factory=dict)
 
 
 def fixture_identity(path: Path) -> str:
@@ -122,122 +81,235 @@ def parse_file(path: str | Path) -> FixtureFile:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise FixtureError(display, line, f"not UTF-8 text (byte {exc.start})") from None
-    rows = parse_text(text, display, identity=identity)
-    return FixtureFile(path=display, sha256=hashlib.sha256(data).hexdigest(), rows=rows, identity=identity)
+    rows, warnings = parse_document(text, display, identity=identity)
+    digest = hashlib.sha256(data).hexdigest()
+    return FixtureFile(path=display, sha256=digest, rows=rows, identity=identity, warnings=warnings)
 
 
 def parse_text(text: str, path: str, identity: str | None = None) -> tuple[RowSpec, ...]:
     """Parse fixture Markdown into rows, in file order; ``identity`` names the file in results."""
+    return parse_document(text, path, identity)[0]
+
+
+def parse_document(
+    text: str, path: str, identity: str | None = None
+) -> tuple[tuple[RowSpec, ...], tuple[FixtureWarning, ...]]:
+    """Rows in file order, and warnings about what assay reads but does not run."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
-    defaults, body_start = _read_frontmatter(lines, path)
-    body = "\n".join(lines[body_start:])
-    tokens = _MARKDOWN.parse(body)
-    rows: list[RowSpec] = []
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        if token.type == "table_open":
-            end = _closing(tokens, index, "table_close")
-            rows.extend(_table_rows(tokens[index:end], lines, body_start, defaults, path))
-            index = end
-        elif token.type == "heading_open" and _block_name(tokens[index + 1]) is not None:
-            end = _block_end(tokens, index + 3)
-            rows.append(_block_row(tokens[index:end], body_start, defaults, path))
-            index += 3  # tables inside the block are still fixture tables: keep scanning its tokens
-        else:
-            if token.type in ("paragraph_open", "heading_open"):
-                _reject_broken_table(token, lines, body_start, path)
-            index += 1
+    settings, body_start, warnings = _read_frontmatter(lines, path)
+    tokens = _MARKDOWN.parse("\n".join(lines[body_start:]))
+    readers = [_Reader(lines, body_start, variant, path) for variant in _arm_variants(settings)]
+    for reader in readers:
+        reader.read(tokens)
     folder = str(Path(path).resolve().parent)
-    return tuple(replace(row, source_dir=folder, fixture_id=identity or path) for row in rows)
+    rows = [
+        replace(expanded, source_dir=folder, fixture_id=identity or path, redaction=settings.redaction)
+        for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
+        for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
+    ]
+    return finish_rows(rows, settings.suite), tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
+
+
+def _arm_variants(settings: Settings) -> list[Settings]:
+    """The settings of each arm of an A/B suite: an arm acts as the frontmatter of its copy of every row."""
+    arms = settings.suite.arms if settings.suite is not None else ()
+    if not arms:
+        return [settings]
+    return [
+        replace(
+            settings,
+            exec=arm.exec if arm.exec is not None else settings.exec,
+            args=arm.args if arm.args is not None else settings.args,
+            env={**settings.env, **arm.env},
+            properties={**settings.properties, **arm.properties, ARM_PROPERTY: arm.name},
+        )
+        for arm in arms
+    ]
+
+
+class _Reader:
+    """Walks the Markdown tokens in document order, as Gavel walks its syntax tree."""
+
+    def __init__(self, lines: list[str], offset: int, settings: Settings, path: str) -> None:
+        self.lines, self.offset, self.settings, self.path = lines, offset, settings, path
+        self.rows: list[RowSpec] = []
+        self.warnings: list[FixtureWarning] = []
+        self.block: Block | None = None  # the open command block or standalone fence
+        self.heading = ""  # the last heading that is not a command heading: names standalone fences
+
+    def read(self, tokens: list[Token]) -> None:
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            if token.type == "table_open":
+                end = _closing(tokens, index, "table_close")
+                rows, warnings = table_rows(tokens[index:end], self.lines, self.offset, self.settings, self.path)
+                self.rows.extend(rows)
+                self.warnings.extend(warnings)
+                index = end
+                continue
+            if token.type == "heading_open":
+                self._heading(token, tokens[index + 1])
+            elif token.type == "fence":
+                self._fence(token)
+            elif token.type in ("bullet_list_open", "ordered_list_open"):
+                self._list(tokens, index)
+            if token.type in ("paragraph_open", "heading_open"):
+                reject_broken_table(token, self.lines, self.offset, self.path)
+            index += 1
+        self._finish()
+
+    def _line(self, token: Token) -> int:
+        return self.offset + (token.map[0] if token.map else 0) + 1
+
+    def _heading(self, token: Token, inline: Token) -> None:
+        self._finish()
+        text = _plain(inline).strip()
+        if text.lower().startswith("command:"):
+            name = text[len("command:") :].strip()
+            line = self._line(token)
+            if not name:
+                raise FixtureError(self.path, line, "a command block needs a name (### command: NAME)", "command")
+            self.block = Block(name, line, standalone=False)
+        else:
+            self.heading = text
+
+    def _fence(self, token: Token) -> None:
+        info = token.info.strip()
+        fence = Fence(info.split()[0].lower() if info else "", token.content, self._line(token), info)
+        block = self.block
+        if block is not None and not block.standalone:
+            if fence.language in self.settings.code_blocks:
+                block.scripts.append(fence)
+            elif fence.language in CONFIG_LANGUAGES:
+                block.configs.append(fence)
+            else:
+                allowed = ", ".join(self.settings.code_blocks)
+                what = f"{fence.language} fence" if fence.language else "fence without a language"
+                self._warn(fence.line, f"{what} is not run (codeBlocks: {allowed})")
+        elif fence.language in STANDALONE_LANGUAGES:
+            self._finish()
+            self.block = Block(self.heading or f"{fence.language}-block", fence.line, standalone=True, scripts=[fence])
+        elif block is not None and fence.language in CONFIG_LANGUAGES:
+            block.configs.append(fence)
+        elif fence.language in INTERPRETERS or fence.language == "go":
+            self._warn(fence.line, f"{fence.language} fence outside a command block is not run (as in Gavel)")
+        elif fence.language in CONFIG_LANGUAGES:
+            self._warn(fence.line, f"{fence.language} fence outside a command block configures nothing")
+
+    def _list(self, tokens: list[Token], index: int) -> None:
+        """A list of validations belongs to the open block (and ends a standalone one)."""
+        items = _list_items(tokens, index)
+        line = self._line(tokens[index])
+        if not is_validation_list(" ".join(text for text, _ in items)):
+            if self.block is not None and not self.block.standalone:
+                self._warn(
+                    line, f"list holds no validation (cel:, contains:, regex:, not:): ignored in '{self.block.name}'"
+                )
+            return
+        if self.block is None:
+            self._warn(line, "validation list outside a command block: ignored")
+            return
+        self.block.validations.extend((text, self.offset + item_line + 1) for text, item_line in items)
+        if self.block.standalone:
+            self._finish()
+
+    def _finish(self) -> None:
+        block, self.block = self.block, None
+        if block is None:
+            return
+        if block.standalone:
+            block.name = _unique_name(block.name, {row.name for row in self.rows})
+        path = self.path
+        row, warnings = block_row(
+            block, self.settings, lambda text, line: _yaml_mapping(text, path, line, "command yaml"), path
+        )
+        self.rows.append(row)
+        self.warnings.extend(warnings)
+
+    def _warn(self, line: int, message: str) -> None:
+        self.warnings.append(FixtureWarning(self.path, line, message))
+
+
+def _unique_name(name: str, taken: set[str]) -> str:
+    """A standalone fence is named after its heading; a second one under it gets ``(2)``."""
+    candidate, number = name, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{name} ({number})"
+    return candidate
+
+
+def _plain(inline: Token) -> str:
+    """The text of an inline token without its markup (code spans keep their text), as Gavel reads headings."""
+    if inline.type != "inline":
+        return ""
+    parts = [child.content for child in inline.children or [] if child.type in ("text", "code_inline")]
+    return "".join(parts) if inline.children else inline.content
+
+
+def _list_items(tokens: list[Token], start: int) -> list[tuple[str, int]]:
+    """The text and 0-based body line of each item of the list opening at ``start`` (nested lists apart)."""
+    level = tokens[start].level
+    items: list[tuple[str, int]] = []
+    for token in tokens[start + 1 :]:
+        if token.level <= level:
+            break
+        if token.type == "inline" and token.level == level + 3:  # list_item_open, paragraph_open, inline
+            assert token.map is not None
+            items.append((token.content, token.map[0]))
+    return items
+
+
+def _closing(tokens: list[Token], start: int, kind: str) -> int:
+    for index in range(start, len(tokens)):
+        if tokens[index].type == kind:
+            return index + 1
+    return len(tokens)
 
 
 # --- frontmatter ---------------------------------------------------------------
 
 
-def _read_frontmatter(lines: list[str], path: str) -> tuple[_Defaults, int]:
-    """The file's defaults and the index of the first body line."""
+def _read_frontmatter(lines: list[str], path: str) -> tuple[Settings, int, list[FixtureWarning]]:
+    """The file's settings, the index of the first body line, and warnings about Gavel-only keys."""
     if not lines or lines[0].strip() != "---":
-        return _Defaults(), 0
+        return Settings(), 0, []
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
             break
     else:
         raise FixtureError(path, 1, "frontmatter starts with --- but never ends (add a closing --- line)")
     data, key_lines, item_lines = _yaml_mapping("\n".join(lines[1:end]), path, 2, "frontmatter")
-    return _defaults_from(data, key_lines, item_lines, path), end + 1
+    warnings = [
+        FixtureWarning(path, key_lines[key], f"frontmatter key '{key}' is ignored: {reason}")
+        for key, reason in GAVEL_ONLY_KEYS.items()
+        if key in data
+    ]
+    return _settings_from(data, key_lines, item_lines, path), end + 1, warnings
 
 
-def _defaults_from(
-    data: dict[str, object], key_lines: dict[str, int], item_lines: dict[str, list[int]], path: str
-) -> _Defaults:
-    reject_near_misses(key_lines, FRONTMATTER_KEYS, path)
-    if "metrics" in data and "measurements" in data:
-        line = max(key_lines.get("metrics", 1), key_lines.get("measurements", 1))
-        raise FixtureError(path, line, "set metrics or its alias measurements, not both", "measurements")
+def _settings_from(
+    data: Mapping[str, object], key_lines: dict[str, int], item_lines: dict[str, list[int]], path: str
+) -> Settings:
+    reject_near_misses(key_lines, (*FRONTMATTER_KEYS, *GAVEL_ONLY_KEYS), path)
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))
 
-    defaults = _Defaults(
+    settings = Settings(
         exec=read_string(data["exec"], at("exec"), "exec") if "exec" in data else None,
         args=read_string_list(data["args"], at("args"), "args") if "args" in data else (),
-        code_blocks=read_string_list(data["codeBlocks"], at("codeBlocks"), "codeBlocks")
+        code_blocks=tuple(c.lower() for c in read_string_list(data["codeBlocks"], at("codeBlocks"), "codeBlocks"))
         if "codeBlocks" in data
         else ("bash",),
-        properties={k: v for k, v in data.items() if k not in FRONTMATTER_KEYS},
-        skip=read_skip(data.get("skip")) or _platform_skip(data, at),
+        properties={k: v for k, v in data.items() if k not in FRONTMATTER_KEYS and k not in GAVEL_ONLY_KEYS},
+        redaction=read_redaction(data["redact"], at("redact"), item_lines.get("redact", []))
+        if "redact" in data
+        else Redaction(),
+        suite=read_suite(data, key_lines, item_lines, path),
     )
-    return _apply_common(defaults, data, key_lines, item_lines, path)
-
-
-def _apply_common(
-    base: _Defaults, data: Mapping[str, object], key_lines: dict[str, int], item_lines: dict[str, list[int]], path: str
-) -> _Defaults:
-    """Keys shared by frontmatter and block yaml: env, cwd, timeout, repeat, metrics, indeterminate."""
-
-    def at(key: str) -> Where:
-        return Where(path, key_lines.get(key, 1))
-
-    changes: dict[str, object] = {}
-    if "env" in data:
-        changes["env"] = {**base.env, **read_env(data["env"], at("env"))}
-    if "cwd" in data:
-        changes["cwd"] = read_string(data["cwd"], at("cwd"), "cwd")
-    if "timeout" in data:
-        changes["timeout_s"] = read_timeout(data["timeout"], at("timeout"))
-    if "repeat" in data:
-        changes["repeat"] = read_repeat(data["repeat"], at("repeat"))
-    if "indeterminate" in data:
-        changes["indeterminate"] = read_string(data["indeterminate"], at("indeterminate"), "indeterminate")
-    for key in ("metrics", "measurements"):
-        if key in data:
-            own = read_metrics(data[key], at(key), item_lines.get(key, []), key)
-            changes["metrics"] = _merge_metrics(base.metrics, own)
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
-def _merge_metrics(inherited: tuple[MetricSpec, ...], own: tuple[MetricSpec, ...]) -> tuple[MetricSpec, ...]:
-    """A block's metric replaces an inherited one of the same name; others are added."""
-    own_names = {m.name for m in own}
-    return tuple(m for m in inherited if m.name not in own_names) + own
-
-
-def _platform_skip(data: Mapping[str, object], at: Callable[[str], Where]) -> str | None:
-    wanted_os = data.get("os")
-    if wanted_os is not None:
-        allowed = [s.lower() for s in read_string_list(wanted_os, at("os"), "os")]
-        current = _GO_OS.get(sys.platform, sys.platform)  # Go names, as Gavel fixtures write them
-        if current not in allowed:
-            return f"os {current} is not in {', '.join(allowed)}"
-    wanted_arch = data.get("arch")
-    if wanted_arch is not None:
-        allowed = [s.lower() for s in read_string_list(wanted_arch, at("arch"), "arch")]
-        machine = platform.machine().lower()
-        current_arch = _GO_ARCH.get(machine, machine)
-        if current_arch not in allowed:
-            return f"arch {current_arch} is not in {', '.join(allowed)}"
-    return None
+    return apply_common(settings, data, key_lines, item_lines, path)
 
 
 def _yaml_mapping(
@@ -259,298 +331,3 @@ def _yaml_mapping(
         if isinstance(value_node, yaml.SequenceNode):
             item_lines[key] = [first_line + item.start_mark.line for item in value_node.value]
     return {str(k): v for k, v in data.items()}, key_lines, item_lines
-
-
-# --- tables --------------------------------------------------------------------
-
-
-def _table_rows(tokens: list[Token], lines: list[str], offset: int, defaults: _Defaults, path: str) -> list[RowSpec]:
-    header_line, header = _first_row(tokens)
-    keys = [COLUMNS.get(" ".join(h.lower().split()), "") for h in header]
-    if "name" not in keys:
-        return []  # a documentation table, not a fixture table
-    _reject_duplicate_columns(header, keys, Where(path, offset + header_line + 1))
-    header_cells = len(_split_raw_row(lines[offset + header_line]))
-    rows = []
-    for line0, cells in _body_rows(tokens):
-        line = offset + line0 + 1
-        raw = lines[offset + line0]
-        raw_count = len(_split_raw_row(raw))
-        if raw_count != header_cells:
-            hint = "" if "|" in raw else " (a table ends at a blank line: add one if this line is not a row)"
-            raise FixtureError(path, line, f"table row has {raw_count} cells but the header has {header_cells}{hint}")
-        rows.append(
-            _table_row(
-                dict(zip(header, cells, strict=True)), dict(zip(header, keys, strict=True)), line, defaults, path
-            )
-        )
-    return rows
-
-
-def _reject_duplicate_columns(header: list[str], keys: list[str], where: Where) -> None:
-    """Two columns that set the same thing would silently hide one of them."""
-    seen: dict[str, str] = {}
-    for title, key in zip(header, keys, strict=True):
-        identity = key or f"property {title.strip().lower()}"
-        if identity in seen:
-            raise where.error(title, f"columns '{seen[identity]}' and '{title}' set the same value: keep one")
-        seen[identity] = title
-
-
-def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, defaults: _Defaults, path: str) -> RowSpec:
-    where = Where(path, line)
-    known = {keys[h]: v for h, v in cells.items() if keys[h] and v != ""}
-    name = known.get("name", "")
-    if not name:
-        raise where.error("Name", "a fixture table row needs a Name")
-    properties = dict(defaults.properties)
-    for header, value in cells.items():
-        key = header.strip().lower()  # Gavel exposes custom columns under their lower-cased header
-        if not keys[header] and (value != "" or key not in properties):
-            properties[key] = value
-    args = tuple(_split_args(known["args"], where)) if "args" in known else defaults.args
-    return RowSpec(
-        file=path,
-        line=line,
-        name=name,
-        argv=_table_argv(known.get("exec"), defaults.exec, args, where),
-        expect=Expectation(
-            exit_code=read_exit_code(known["exit_code"], where, "Exit Code") if "exit_code" in known else 0,
-            stdout=known.get("stdout"),
-            stderr=known.get("stderr"),
-            cel=known.get("cel"),
-            cel_line=line,
-        ),
-        properties=properties,
-        env=defaults.env,
-        cwd=known.get("cwd", defaults.cwd),
-        timeout_s=read_timeout(known["timeout"], where, "Timeout") if "timeout" in known else defaults.timeout_s,
-        repeat=read_repeat(known["repeat"], where, "Repeat") if "repeat" in known else defaults.repeat,
-        metrics=defaults.metrics,
-        skip=read_skip(known.get("skip")) or defaults.skip,
-        indeterminate=known.get("indeterminate", defaults.indeterminate),
-    )
-
-
-def _table_argv(cell: str | None, default: str | None, args: tuple[str, ...], where: Where) -> tuple[str, ...]:
-    """A Command cell that is a command line (spaces, shell operators) runs through bash, as in Gavel.
-
-    Its arguments reach that shell as positional parameters (``"$@"``), each
-    rendered per sample as one argv item: a property holding quotes or shell
-    syntax stays one literal argument and is never parsed by the shell.
-    """
-    if cell is None:
-        if default is None:
-            raise where.error("Command", "no command: set exec in the frontmatter or fill a Command column")
-        return (default, *args)
-    if any(ch in cell for ch in _SHELL_CHARS):
-        return ("bash", "-c", f'{cell} "$@"', "bash", *args) if args else ("bash", "-c", cell)
-    return (cell, *args)
-
-
-def _split_args(text: str, where: Where) -> list[str]:
-    """Split an Args cell like a shell would, keeping each ``{{ .name }}`` action whole."""
-    actions = _TEMPLATE_ACTION.findall(text)
-    masked = _TEMPLATE_ACTION.sub(lambda m: f"\x00{actions.index(m.group(0))}\x00", text)
-    try:
-        words = shlex.split(masked)
-    except ValueError as exc:
-        raise where.error("Args", f"cannot split arguments ({exc})") from None
-    return [re.sub("\x00([0-9]+)\x00", lambda m: actions[int(m.group(1))], word) for word in words]
-
-
-def _first_row(tokens: list[Token]) -> tuple[int, list[str]]:
-    for line0, cells in _rows(tokens, "thead_open", "thead_close"):
-        return line0, cells
-    return 0, []
-
-
-def _body_rows(tokens: list[Token]) -> list[tuple[int, list[str]]]:
-    return _rows(tokens, "tbody_open", "tbody_close")
-
-
-def _rows(tokens: list[Token], start: str, stop: str) -> list[tuple[int, list[str]]]:
-    rows: list[tuple[int, list[str]]] = []
-    inside = False
-    for token in tokens:
-        if token.type == start:
-            inside = True
-        elif token.type == stop:
-            inside = False
-        elif inside and token.type == "tr_open":
-            assert token.map is not None
-            rows.append((token.map[0], []))
-        elif inside and token.type == "inline":
-            rows[-1][1].append(_cell_text(token.content))
-    return rows
-
-
-def _cell_text(content: str) -> str:
-    """A cell's text: trimmed, with a whole-cell code span unwrapped."""
-    text = content.strip()
-    if len(text) >= 2 and text.startswith("`") and text.endswith("`"):
-        ticks = len(text) - len(text.lstrip("`"))
-        inner = text[ticks:-ticks] if len(text) > 2 * ticks else text
-        if "`" * ticks not in inner:
-            return inner.strip()
-    return text
-
-
-def _split_raw_row(line: str) -> list[str]:
-    """Split a raw table line into cells exactly as markdown-it does (a pipe after a backslash is text)."""
-    text = _QUOTE_MARKERS.sub("", line).strip()
-    cells = _CELL_PIPE.split(text)
-    if cells and cells[0] == "":
-        cells = cells[1:]
-    if cells and cells[-1] == "":
-        cells = cells[:-1]
-    return cells
-
-
-def _reject_broken_table(token: Token, lines: list[str], offset: int, path: str) -> None:
-    """A fixture table whose delimiter row has the wrong cell count is not a table to markdown-it: say so."""
-    if token.map is None:
-        return
-    start, end = token.map
-    for line0 in range(start, min(end, len(lines) - offset) - 1):
-        header, delimiter = lines[offset + line0], lines[offset + line0 + 1].strip()
-        if "|" not in header or not _DELIMITER_ROW.match(delimiter):
-            continue
-        titles = [" ".join(c.lower().split()) for c in _split_raw_row(header)]
-        if "name" in titles:
-            raise FixtureError(
-                path,
-                offset + line0 + 1,
-                f"table header has {len(titles)} cells but the delimiter row below it has "
-                f"{len(_split_raw_row(delimiter))}: the table is not read until they match",
-            )
-
-
-def _closing(tokens: list[Token], start: int, kind: str) -> int:
-    for index in range(start, len(tokens)):
-        if tokens[index].type == kind:
-            return index + 1
-    return len(tokens)
-
-
-# --- command blocks --------------------------------------------------------------
-
-
-def _block_name(inline: Token) -> str | None:
-    text = inline.content.strip()
-    if inline.type != "inline" or not text.lower().startswith("command:"):
-        return None
-    return text[len("command:") :].strip()
-
-
-def _block_end(tokens: list[Token], start: int) -> int:
-    for index in range(start, len(tokens)):
-        if tokens[index].type == "heading_open" and int(tokens[index].tag[1]) <= 3:
-            return index
-    return len(tokens)
-
-
-def _block_row(tokens: list[Token], offset: int, defaults: _Defaults, path: str) -> RowSpec:
-    assert tokens[0].map is not None
-    line = offset + tokens[0].map[0] + 1
-    where = Where(path, line)
-    if tokens[0].tag != "h3":
-        raise where.error("command", "a command block heading must be level 3 (### command: NAME)")
-    name = _block_name(tokens[1]) or ""
-    if not name:
-        raise where.error("command", "a command block needs a name (### command: NAME)")
-    config: Mapping[str, object] = {}
-    config_line: int | None = None
-    key_lines: dict[str, int] = {}
-    settings = defaults
-    script: tuple[str, str, int] | None = None
-    validations: list[str] = []
-    for position, token in enumerate(tokens):
-        if position < 3:
-            continue  # the heading itself
-        token_line = offset + (token.map[0] if token.map else 0) + 1
-        language = token.info.strip().split()[0].lower() if token.type == "fence" and token.info.strip() else ""
-        if token.type == "fence" and language in ("yaml", "yml") and language not in defaults.code_blocks:
-            if config_line is not None:
-                raise FixtureError(
-                    path, token_line, f"command block '{name}' has a second yaml fence (first at line {config_line})"
-                )
-            config_line = token_line
-            config, key_lines, item_lines = _yaml_mapping(token.content, path, token_line + 1, "command yaml")
-            reject_near_misses(key_lines, BLOCK_KEYS, path)
-            if "metrics" in config and "measurements" in config:
-                raise FixtureError(
-                    path, key_lines["measurements"], "set metrics or its alias, not both", "measurements"
-                )
-            settings = _apply_common(defaults, config, key_lines, item_lines, path)
-            settings = replace(settings, properties={**defaults.properties, **_block_properties(config)})
-            block_skip = read_skip(config.get("skip"))
-            if block_skip:
-                settings = replace(settings, skip=block_skip)
-        elif token.type == "fence" and language in defaults.code_blocks:
-            if script is not None:
-                raise FixtureError(path, token_line, f"command block '{name}' has more than one script fence")
-            script = (language, token.content, token_line)
-        elif token.type == "inline" and position >= 2 and tokens[position - 2].type == "list_item_open":
-            validations.append(_validation(token.content, Where(path, token_line)))
-    if script is None:
-        allowed = ", ".join(defaults.code_blocks)
-        raise where.error("command", f"command block '{name}' has no script fence (allowed languages: {allowed})")
-    language, body, _script_line = script
-    interpreter = INTERPRETERS.get(language)
-    if interpreter is None:
-        raise where.error("codeBlocks", f"no interpreter known for '{language}' (known: {', '.join(INTERPRETERS)})")
-    cel = " && ".join(f"({v})" for v in validations) if len(validations) > 1 else next(iter(validations), None)
-
-    def at(key: str) -> Where:
-        return Where(path, key_lines.get(key, line))
-
-    return RowSpec(
-        file=path,
-        line=line,
-        name=name,
-        argv=(*interpreter, body),
-        expect=Expectation(
-            exit_code=read_exit_code(config["exitCode"], at("exitCode")) if "exitCode" in config else 0,
-            stdout=read_string(config["stdout"], at("stdout"), "stdout") if "stdout" in config else None,
-            stderr=read_string(config["stderr"], at("stderr"), "stderr") if "stderr" in config else None,
-            cel=cel,
-            cel_line=line,
-        ),
-        properties=settings.properties,
-        env=settings.env,
-        cwd=settings.cwd,
-        timeout_s=settings.timeout_s,
-        repeat=settings.repeat,
-        metrics=settings.metrics,
-        skip=settings.skip,
-        indeterminate=settings.indeterminate,
-    )
-
-
-def _block_properties(config: Mapping[str, object]) -> dict[str, PropertyValue]:
-    return {k: v for k, v in config.items() if k not in BLOCK_KEYS}
-
-
-def _validation(text: str, where: Where) -> str:
-    """Turn one validation bullet into a CEL expression."""
-    kind, _, value = text.strip().partition(":")
-    kind, value = kind.strip().lower(), _cell_text(value)
-    if not _ or not value:
-        raise where.error(
-            "validation", f"expected 'cel: EXPR', 'contains: TEXT', 'regex: PATTERN' or 'not: ...', got {text!r}"
-        )
-    if kind == "cel":
-        return value
-    if kind == "contains":
-        return f"stdout.contains({_cel_string(value)})"
-    if kind == "regex":
-        return f"stdout.matches({_cel_string(value)})"
-    if kind == "not":
-        return f"!({_validation(value, where)})"
-    raise where.error("validation", f"unknown validation '{kind}' (known: cel, contains, regex, not)")
-
-
-def _cel_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-    return f'"{escaped}"'

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
+from fixtures_core.parsing.builtins import UNSUPPORTED_NAMES, cel_names, template_names
 from fixtures_core.parsing.encodable import text_errors
-from fixtures_core.parsing.template import SAMPLE_NAMES, TemplateError, check_names
+from fixtures_core.parsing.suite import validate_suites, workspace_names
+from fixtures_core.parsing.template import TemplateError, check_names
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
-
-TEMPLATE_NAMES = (*SAMPLE_NAMES, "sourceDir")
 
 
 def validate_matrix(matrix: Matrix) -> list[FixtureError]:
@@ -28,6 +28,7 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
         if not unencodable:  # CEL and templates would stumble over the same text
             errors.extend(_row_errors(row))
         errors.extend(_baseline_errors(row, rows_by_name))
+    errors.extend(validate_suites(matrix))
     return _unique(errors)
 
 
@@ -48,13 +49,13 @@ def _duplicate_names(rows: Iterable[RowSpec]) -> list[FixtureError]:
 
 def _row_errors(row: RowSpec) -> list[FixtureError]:
     errors = []
-    known = [*row.properties, *TEMPLATE_NAMES]
+    known = [*template_names(row), *workspace_names(row)]
     templated = [("command", arg) for arg in row.argv] + [(f"env.{k}", v) for k, v in row.env.items()]
     if row.cwd:
         templated.append(("cwd", row.cwd))
     for field, text in templated:
         try:
-            check_names(text, known)
+            check_names(text, known, UNSUPPORTED_NAMES)
         except TemplateError as exc:
             errors.append(FixtureError(row.file, row.line, f"row '{row.name}': {exc}", field))
     expressions = [("CEL", row.expect.cel, row.expect.cel_line), ("indeterminate", row.indeterminate, row.line)]
@@ -62,7 +63,7 @@ def _row_errors(row: RowSpec) -> list[FixtureError]:
     for field, expression, line in expressions:
         if expression:
             try:
-                compile_expression(expression, row.properties)
+                compile_expression(expression, cel_names(row))
             except CelError as exc:
                 errors.append(FixtureError(row.file, line, f"{exc.message} in {expression!r}", field))
     names: set[str] = set()

@@ -16,20 +16,23 @@ import subprocess
 import sys
 import types
 import typing
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.finalize import Summary
+from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
+from fixtures_core.records.shareable import shareable_row
 from fixtures_core.results import RowResult, Status
 
 SCHEMA = "assay.run/v1"
+T = TypeVar("T")
 # Field names that differ in JSON (Python keywords or clearer names).
 _JSON_NAMES = {"row_class": "class", "before": "from", "after": "to"}
 _PY_NAMES = {v: k for k, v in _JSON_NAMES.items()}
@@ -59,6 +62,7 @@ class RunResult:
     environment: Mapping[str, object] = field(default_factory=dict)
     options: Mapping[str, object] = field(default_factory=dict)
     comparison: Comparison | None = None
+    suites: tuple[SuiteOutcome, ...] = ()
     schema: str = SCHEMA
 
     @property
@@ -67,9 +71,14 @@ class RunResult:
 
     @property
     def verdict(self) -> Status:
-        """The one verdict: the run's status, made FAIL by a regression against a baseline."""
-        if self.status == "PASS" and self.comparison is not None and self.comparison.regressed:
-            return "FAIL"
+        """The one verdict. ERR stays ERR. With a baseline it answers "did it regress?" (seed 03):
+        a regression or a failed hard ship gate is FAIL, a row that failed in both runs is not.
+        Otherwise it is the run's status."""
+        if self.status == "ERR":
+            return "ERR"
+        if self.comparison is not None and self.comparison.error is None:
+            gates_failed = any(suite.verdict == "FAIL" for suite in self.suites)
+            return "FAIL" if self.comparison.regressed or gates_failed else "PASS"
         return self.status
 
 
@@ -116,7 +125,7 @@ def _git_state() -> dict[str, object]:
 # The order DESIGN lists the run document's keys in; readers see them so.
 _RUN_KEYS = (
     "schema", "run_id", "label", "started_at", "finished_at", "status", "error",
-    "environment", "options", "fixtures", "summary", "comparison",
+    "environment", "options", "fixtures", "summary", "suites", "comparison",
 )  # fmt: skip
 
 
@@ -188,6 +197,23 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # any shape other than the schema's
         raise BaselineError(path, f"malformed run document: {_cut(str(exc))}") from None
     assert isinstance(decoded, RunResult)
+    return upgrade(decoded)
+
+
+def upgrade(run: RunResult) -> RunResult:
+    """The one place that brings a run read from an older document to the current form.
+
+    Documents written before raw output was kept apart embed every sample's
+    output; they load as a run written now would be (``records.shareable``).
+    A current document loads unchanged.
+    """
+    return replace(run, fixtures=tuple(replace(f, rows=tuple(map(shareable_row, f.rows))) for f in run.fixtures))
+
+
+def decode(value: object, hint: type[T]) -> T:
+    """Rebuild a dataclass of the run document (a sample, a row) from its JSON form."""
+    decoded = _decode(value, hint)
+    assert isinstance(decoded, hint)
     return decoded
 
 
@@ -286,12 +312,23 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def write_json_atomic(path: Path, document: object) -> None:
     """Write JSON so that readers see the old file or the new one, never half of one."""
+    write_text_atomic(path, json.dumps(document, indent=1, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (see ``write_atomic``)."""
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # two writers never share one
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1, default=str)
-        handle.write("\n")
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load_run(path: str | Path) -> RunResult:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.records.rundoc import RunResult, encode, load_run, to_document, write_json_atomic
 from fixtures_core.results import RowResult, SampleResult
 
@@ -134,15 +134,15 @@ class Store:
             reference, f"no such run file, run id under {self.root}/runs, or baseline name under {self.root}/baselines"
         )
 
-    def bless(self, reference: str, name: str) -> Path:
-        """Promote a run to ``baselines/<name>.json`` after checking it loads."""
-        source = self.resolve_run(reference)
-        load_run(source)
+    def bless(self, reference: str, name: str, force: bool = False) -> Path:
+        """Promote a run to ``baselines/<name>.json``, in the current (shareable) form even when
+        the run file is older; a run whose verdict is not PASS, or a dry run, is refused unless ``force``."""
+        run = load_run(self.resolve_run(reference))
+        refusal = bless_refusal(run)
+        if refusal is not None and not force:
+            raise UsageError(f"not blessing run {run.run_id}: {refusal} (--force blesses it anyway)")
         target = self.baseline_file(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(target)
+        write_json_atomic(target, to_document(run))
         return target
 
     def runs(self) -> list[Path]:
@@ -151,3 +151,12 @@ class Store:
         if not folder.is_dir():
             return []
         return sorted((p / "run.json" for p in folder.iterdir() if p.is_dir()), reverse=True)
+
+
+def bless_refusal(run: RunResult) -> str | None:
+    """Why a run should not become a baseline, or None."""
+    if run.verdict != "PASS":
+        return f"its verdict is {run.verdict}"
+    if any(suite.dry_run for suite in run.suites) or run.options.get("dry_run"):
+        return "it is a dry run (nothing was scored)"
+    return None

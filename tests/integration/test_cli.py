@@ -11,6 +11,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.integration.conftest import REPO, run_cli
 from tests.processes import processes_with
 
@@ -63,6 +65,7 @@ def test_json_option_writes_the_run_document(tmp_path: Path) -> None:
     assert json.loads(target.read_text())["status"] == "PASS"
 
 
+@pytest.mark.usefixtures("prefect_server")
 def test_prefect_engine_from_the_command_line(tmp_path: Path) -> None:
     done = run_cli([str(REPO / "examples" / "matrix.md"), "--out", str(tmp_path)], cwd=tmp_path)
     assert done.returncode == 1, done.stderr
@@ -70,6 +73,7 @@ def test_prefect_engine_from_the_command_line(tmp_path: Path) -> None:
     assert done.stderr.strip() == "", "Prefect must stay quiet by default"
 
 
+@pytest.mark.usefixtures("prefect_server")
 def test_sigterm_cancels_samples_and_leaves_no_process_behind(tmp_path: Path) -> None:
     started = tmp_path / "started"
     fixture = tmp_path / "slow.md"

@@ -243,6 +243,18 @@ def _bless_malformed(folder: Path) -> list[str]:
     return ["bless", str(folder / "bad.json")]
 
 
+def _bless_a_failed_run(folder: Path) -> list[str]:
+    failing = folder / "failing.md"
+    failing.write_text(table("a | `false` | "))
+    assert main(["run", str(failing), "--engine", "local"]) == 1
+    return ["bless", "latest"]
+
+
+def _show_malformed(folder: Path) -> list[str]:
+    (folder / "bad.json").write_text('{"schema": "assay.run/v1", "fixtures": [{"rows": 1}]}')
+    return ["show", str(folder / "bad.json")]
+
+
 def _compare_malformed(folder: Path) -> list[str]:
     good = saved_run(folder)
     (folder / "bad.json").write_text(json.dumps({"schema": "assay.run/v1", "status": "WHAT"}))
@@ -370,7 +382,8 @@ CASES: list[Case] = [
     # --- commands -----------------------------------------------------------------------------------
     Case("a command not found", fixture(table("a | `no-such-program-xyz` | ")), says=None, runs=1),
     Case("a command not executable", fixture(table("a | `{dir}/f.md` | ")), says=None, runs=1),
-    Case("a cwd that does not exist", fixture(table(OK_ROW, front="cwd: /nonexistent/dir\n")), says=None, runs=1),
+    # As in Gavel, a missing cwd fails the row (its command never ran): a FAIL, not an error.
+    Case("a cwd that does not exist", fixture(table(OK_ROW, front="cwd: /nonexistent/dir\n")), code=1, runs=1),
     Case(
         "stdout JSON nested 10,000 deep",
         fixture(command(f"printf '{nested(10_000)}'", "json.size() > 0")),
@@ -496,6 +509,27 @@ CASES: list[Case] = [
     Case("history with a malformed and an incomplete run", _history_with_bad_runs, code=0),
     Case("bless a malformed run", _bless_malformed, says="malformed run document"),
     Case("compare with a malformed run", _compare_malformed, says="malformed run document"),
+    Case("show a malformed run", _show_malformed, says="malformed run document"),
+    Case("bless a failed run without --force", _bless_a_failed_run, says="not blessing run", runs=1),
+    # --- inputs of Gavel compatibility, reports and A/B suites ---------------------------------------
+    Case(
+        "golden file a FIFO",
+        with_files(
+            {"want.txt": "fifo:", "g.md": "| Name | Command | Stdout |\n|---|---|---|\n| a | echo | @want.txt |\n"},
+            "run",
+            "{dir}/g.md",
+            "--engine",
+            "local",
+        ),
+        says="a FIFO",
+    ),
+    Case("a skip command with a NUL byte", fixture(table(OK_ROW, front='skip: "true\\0"\n')), says="NUL byte"),
+    Case("--progress-interval 0", args("run", "{ok}", "--progress-interval", "0"), says="--progress-interval"),
+    Case("--tag with --engine local", args("run", "{ok}", "--engine", "local", "--tag", "t"), says="--tag"),
+    Case("--bless with --dry-run", args("run", "{ok}", "--bless", "--dry-run"), says="--bless"),
+    Case("--html a folder", args("run", "{ok}", "--engine", "local", "--html", "{dir}"), says="--html"),
+    Case("report without a file to write", args("report", "latest"), says="give at least one of"),
+    Case("rejudge a missing run", args("rejudge", "nope"), says="no such run file"),
 ]
 
 

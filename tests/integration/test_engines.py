@@ -117,17 +117,19 @@ def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("prefect_backend")
 def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(tmp_path: Path) -> None:
-    from flows.matrix import VerdictFailed, matrix_flow
+    from flows.matrix import matrix_flow
+    from flows.states import carried
 
     fixture = tmp_path / "ok.md"
     fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n| bad | `false` |\n")
     options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), "filter": "ok"}  # JSON, as a deployment sends
-    run = matrix_flow(options)
-    assert run.verdict == "PASS" and [r.name for r in run.rows] == ["ok"]
+    passing = matrix_flow(options, return_state=True)
+    run = carried(passing, RunResult)
+    assert passing.is_completed() and run.verdict == "PASS" and [r.name for r in run.rows] == ["ok"]
 
-    failing = {"paths": [str(fixture)], "out": str(tmp_path / "state")}
-    with pytest.raises(VerdictFailed, match="verdict FAIL"):
-        matrix_flow(failing, raise_on_failure=True)
+    failing = matrix_flow({"paths": [str(fixture)], "out": str(tmp_path / "state")}, return_state=True)
+    assert failing.is_failed()
+    assert failing.message == f"assay verdict FAIL (run {carried(failing, RunResult).run_id}): failing rows 'bad'"
     assert load_run(tmp_path / "state" / "latest.json").status == "FAIL", "the document is written before failing"
 
 
@@ -142,7 +144,7 @@ def test_a_terminated_flow_run_kills_its_samples_and_writes_its_run(tmp_path: Pa
     options = {"paths": [str(fixture)], "out": str(tmp_path / "state")}
     marker = uuid.uuid4().hex
     env = dict(os.environ, PREFECT_API_URL=str(PREFECT_API_URL.value()), ASSAY_TEST_MARK=marker, PYTHONPATH=str(REPO))
-    code = f"from flows.matrix import matrix_flow; matrix_flow({options!r}, run_id='stopped')"
+    code = f"from flows.matrix import matrix_flow; matrix_flow({options!r})"
     process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         for _ in range(1200):  # bounded wait for the sample to start (not a timing assertion)
@@ -158,5 +160,6 @@ def test_a_terminated_flow_run_kills_its_samples_and_writes_its_run(tmp_path: Pa
             process.kill()
     assert process.returncode != 0
     assert processes_with(marker) == [], "a sample outlived its terminated flow run"
-    document = json.loads((tmp_path / "state" / "runs" / "stopped" / "run.json").read_text())
+    [run_file] = (tmp_path / "state" / "runs").glob("*/run.json")
+    document = json.loads(run_file.read_text())
     assert document["status"] == "ERR" and "interrupted" in document["error"]

@@ -167,3 +167,33 @@ def test_errored_run_prints_no_comparison_verdict(project: Path) -> None:
     assert code == 2
     assert "No regression" not in stdout and "Regression against baseline" not in stdout
     assert "the run itself errored" in stdout
+
+
+def test_with_a_baseline_a_row_failing_in_both_runs_is_reported_not_a_regression(project: Path) -> None:
+    (project / "break-beta").touch()
+    assert run(project)[0] == 1  # without a baseline the failing row decides
+    assert assay(project, "bless", "latest")[0] == 2, "a FAIL run is not blessed by accident"
+    assert assay(project, "bless", "latest", "--force")[0] == 0
+
+    code, stdout, _ = run(project, "--baseline", "shipped")
+
+    assert code == 0, stdout  # did it regress? no: beta failed before too
+    assert "· still failing, as in the baseline (not a regression): beta" in stdout
+    assert "No regression against baseline" in stdout
+
+
+def test_a_metric_gate_that_matches_nothing_now_fails_closed(project: Path) -> None:
+    gated = (
+        "---\nmetrics:\n  - {name: ms, extract: duration_ms, unit: ms, direction: lower, "
+        "threshold: {regressionPercent: 1000}}\n---\n" + FIXTURE.format(flag=project / "break-beta")
+    )
+    (project / "suite.md").write_text(gated)
+    assert run(project)[0] == 0
+    (project / "suite.md").write_text(gated.replace("name: ms,", "name: wall_ms,"))
+
+    code, stdout, _ = run(project, "--baseline", ".assay/latest.json")
+
+    assert code == 2, stdout  # fails closed: an error, never "no regression"
+    text = " ".join(stdout.split())  # the terminal may wrap the line
+    assert "Comparison failed: baseline .assay/latest.json: metric gate 'ms' of the baseline matches no metric" in text
+    assert "No regression" not in stdout

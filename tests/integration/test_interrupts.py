@@ -14,20 +14,23 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import fixtures_core.runner as runner
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.reports import terminal
+from flows import server
 from flows.run import main
-from tests.integration.conftest import REPO
+from tests.integration.conftest import REPO, SESSION_HOME
 from tests.processes import processes_with
 
 ENGINES = ["local", "prefect"]
@@ -258,9 +261,9 @@ def test_sigkill_of_assay_leaves_no_process_of_its_run_within_2_s(engine: str, t
 
 
 def test_sigkill_with_a_temporary_prefect_server_takes_the_server_along(tmp_path: Path, marker: str) -> None:
-    """Without PREFECT_API_URL the Prefect engine starts a temporary server: it is a process of the run too."""
+    """With ASSAY_PREFECT_SERVER=temporary the Prefect engine starts a server of its own: a process of the run too."""
     fixture, started = slow_fixture(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(REPO), ASSAY_TEST_MARK=marker)
+    env = dict(os.environ, PYTHONPATH=str(REPO), ASSAY_TEST_MARK=marker, ASSAY_PREFECT_SERVER="temporary")
     env.pop("PREFECT_API_URL", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")],
@@ -276,6 +279,41 @@ def test_sigkill_with_a_temporary_prefect_server_takes_the_server_along(tmp_path
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_sigkill_leaves_the_local_prefect_server_it_started_running(
+    prefect_server: Any, tmp_path: Path, marker: str
+) -> None:
+    """The local server is started detached, to be reused by later runs: a SIGKILLed run that started
+    it takes its samples along, never the server. (Its database is a copy of the session server's,
+    so this start skips the migrations.)"""
+    home = tmp_path / "home"
+    home.mkdir()
+    with sqlite3.connect(SESSION_HOME / "prefect.db") as source, sqlite3.connect(home / "prefect.db") as copy:
+        source.backup(copy)
+    fixture, started = slow_fixture(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(REPO), ASSAY_TEST_MARK=marker, PREFECT_HOME=str(home))
+    env.pop("PREFECT_API_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(9000):  # the server starts first (bounded wait)
+            if started.exists() or process.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert started.exists(), process.communicate(timeout=30)
+        local = server.find(home.resolve())
+        assert local is not None and local.pid in processes_with(marker), "this run started the server"
+        survivors = survivors_of_sigkill(process, marker)
+        assert [line for line in survivors if not line.startswith(f"{local.pid} ")] == []
+        assert server.find(home.resolve()) == local and server.serves_home(local), "the local server was stopped"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+        server.stop(home.resolve())
 
 
 def survivors_of_sigkill(process: subprocess.Popen[str] | subprocess.Popen[bytes], marker: str) -> list[str]:

@@ -33,7 +33,7 @@ repeat: 5
 | steady | a | `echo "$ASSAY_ROW $ASSAY_SAMPLE" >> COUNTER` | |
 | broken | b | `echo "$ASSAY_ROW $ASSAY_SAMPLE" >> COUNTER; exit 3` | |
 | lucky | b | `echo "$ASSAY_ROW $ASSAY_SAMPLE" >> COUNTER; [ $ASSAY_SAMPLE -eq 3 ]` | |
-| parked | b | `echo "$ASSAY_ROW $ASSAY_SAMPLE" >> COUNTER` | not today |
+| parked | b | `echo "$ASSAY_ROW $ASSAY_SAMPLE" >> COUNTER` | true |
 """
 
 # n = 5, k = 2, C(5, 2) = 10. pass@2 = 1 - C(5-c, 2)/10, pass^2 = C(c, 2)/10.

@@ -247,6 +247,66 @@ def test_metric_gates_beyond_its_regression_percent(tmp_path: Path, ms: int, wor
         assert any(line.startswith("! alpha: duration (ms)") for line in render_comparison(comparison))
 
 
+@pytest.mark.parametrize(("ms", "gates"), [(106, True), (105, False)])
+def test_metric_gates_beyond_its_regression_points(tmp_path: Path, ms: int, gates: bool) -> None:
+    points: dict[str, object] = {**DURATION, "threshold": {"regressionPoints": 5}}
+    baseline = run_suite(tmp_path, [ALPHA], metrics=[points])
+    current = run_suite(tmp_path, [("alpha", 0, ms, 0.1)], metrics=[points])
+
+    line = metric(compare(baseline, current), "alpha", "duration")
+
+    # mean 101 -> ms + 1: 6 ms worse gates against 5 allowed, 5 ms worse does not
+    assert (line.gating, line.regressed) == (True, gates)
+    if gates:
+        assert line.note == "6 ms worse, allowed 5 ms"
+
+
+def test_zero_baseline_is_compared_in_points(tmp_path: Path) -> None:
+    errors: dict[str, object] = {"name": "errors", "extract": "json.cost", "unit": "count", "direction": "lower",
+              "threshold": {"regressionPoints": 2}}  # fmt: skip
+    baseline = run_suite(tmp_path, [("alpha", 0, 100, 0)], metrics=[errors])
+    current = run_suite(tmp_path, [("alpha", 0, 100, 3)], metrics=[errors])
+
+    comparison = compare(baseline, current)
+
+    line = metric(comparison, "alpha", "errors")
+    assert (line.gating, line.regressed, line.delta_percent) == (True, True, None)  # 0 -> 3: 3 > 2 points
+    assert comparison.regressed is True
+
+
+def test_a_renamed_metric_gate_fails_closed(tmp_path: Path) -> None:
+    baseline = run_suite(tmp_path, [ALPHA, BETA])
+    renamed = {**DURATION, "name": "wall"}
+    current = run_suite(tmp_path, [ALPHA, BETA], metrics=[renamed, COST])
+
+    with pytest.raises(BaselineError, match="metric gate 'duration' of the baseline matches no metric of this run"):
+        compare(baseline, current, baseline_path="shipped")
+
+
+def test_a_renamed_informational_metric_is_only_listed(tmp_path: Path) -> None:
+    baseline = run_suite(tmp_path, [ALPHA, BETA])
+    current = run_suite(tmp_path, [ALPHA, BETA], metrics=[DURATION, {**COST, "name": "price"}])
+
+    comparison = compare(baseline, current)
+
+    assert metric(comparison, "alpha", "cost").note == "only in baseline"
+    assert comparison.regressed is False
+
+
+def test_a_row_failing_in_both_runs_is_reported_and_the_verdict_is_no_regression(tmp_path: Path) -> None:
+    baseline = run_suite(tmp_path, [ALPHA, ("beta", 1, 200, 0.2)])
+    current = run_suite(tmp_path, [ALPHA, ("beta", 1, 200, 0.2)])
+    assert current.status == "FAIL"
+
+    comparison = compare(baseline, current)
+
+    assert comparison.regressed is False
+    assert comparison.still_failing == (f"{current.rows[1].file}::beta",)
+    assert "· still failing, as in the baseline (not a regression): beta" in render_comparison(comparison)
+    assert replace(current, comparison=comparison).verdict == "PASS"  # "did it regress?": no
+    assert current.verdict == "FAIL"  # without a baseline the failing row decides
+
+
 def test_cost_metric_that_doubles_never_gates(tmp_path: Path) -> None:
     baseline = run_suite(tmp_path, [ALPHA, BETA])
     current = run_suite(tmp_path, [("alpha", 0, 100, 0.2), BETA])

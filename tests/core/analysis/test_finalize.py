@@ -42,6 +42,7 @@ def ms_metric(
     maximum: float | None = None,
     gate: bool = True,
     name: str = "ms",
+    points: float | None = None,
 ) -> MetricSpec:
     return MetricSpec(
         name=name,
@@ -52,7 +53,7 @@ def ms_metric(
         aggregate=aggregate,
         direction=direction,
         baseline=baseline,
-        threshold=Threshold(min=minimum, max=maximum, regression_percent=regression),
+        threshold=Threshold(min=minimum, max=maximum, regression_percent=regression, regression_points=points),
         gate=gate,
     )
 
@@ -137,6 +138,23 @@ def test_worsening_beyond_the_allowed_percent_fails_the_row() -> None:
     assert cur.status == "FAIL"
     assert cur.outcomes.metrics == "fail"
     assert cur.error == "metric ms: +26.0% vs 'base' exceeds the allowed 25%"
+
+
+def test_worsening_beyond_the_allowed_points_fails_the_row() -> None:
+    # mean 106 vs 100: 6 points worse > 5 allowed (and +6% is within no percent limit)
+    cur = finalize_pair([100, 100, 100], [106, 106, 106], regression=None, points=5.0)
+    metric = cur.metrics["ms"]
+    assert metric.comparison is not None
+    assert metric.comparison.regression_points == pytest.approx(6.0)
+    assert metric.status == "fail"
+    assert cur.error == "metric ms: +6 ms vs 'base' exceeds the allowed 5 ms"
+
+
+def test_points_compare_with_a_zero_baseline_row() -> None:
+    # 0 -> 2: 2 points worse, allowed 5; a percent would be undefined
+    cur = finalize_pair([0, 0, 0], [2, 2, 2], regression=None, points=5.0)
+    assert cur.metrics["ms"].status == "pass"
+    assert cur.metrics["ms"].comparison is not None and cur.metrics["ms"].comparison.regression_percent is None
 
 
 def test_float_noise_at_the_limit_does_not_fail() -> None:

@@ -6,7 +6,14 @@ import random
 
 import pytest
 
-from fixtures_core.analysis.metrics import aggregate, beyond, regression_percent, threshold_failure
+from fixtures_core.analysis.metrics import (
+    aggregate,
+    beyond,
+    regression_failure,
+    regression_percent,
+    regression_points,
+    threshold_failure,
+)
 from fixtures_core.spec import Threshold
 
 # --- aggregates ---------------------------------------------------------------
@@ -174,3 +181,18 @@ def test_an_aggregate_past_a_double_is_an_error_not_an_overflow(kind: str) -> No
 
 def test_the_largest_values_still_aggregate_when_they_fit() -> None:
     assert aggregate([1.7e308, 1.6e308], "max") == 1.7e308
+
+
+def test_regression_points_are_signed_by_direction() -> None:
+    # lower: 106 - 101 = 5 worse; higher: 101 - 106 = -5 (better)
+    assert regression_points(106.0, 101.0, "lower") == pytest.approx(5.0)
+    assert regression_points(106.0, 101.0, "higher") == pytest.approx(-5.0)
+    assert regression_points(3.0, 0.0, "lower") == pytest.approx(3.0)  # a zero baseline is fine in points
+
+
+def test_regression_failure_names_percent_or_points() -> None:
+    both = Threshold(regression_percent=10, regression_points=5)
+    assert regression_failure(12.0, 1.0, both, "ms") == "+12.0% exceeds the allowed 10%"
+    assert regression_failure(2.0, 6.0, both, "ms") == "+6 ms exceeds the allowed 5 ms"
+    assert regression_failure(10.0, 5.0, both, "ms") is None  # exactly the allowed: not beyond
+    assert regression_failure(None, 6.0, Threshold(regression_percent=1), "ms") is None  # no percent to compare

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from fixtures_core.analysis.finalize import finalize_rows
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row, run_sample, template_values
+from fixtures_core.parsing.builtins import go_arch, go_os, platform_values
 from fixtures_core.parsing.parser import parse_text
 from fixtures_core.results import RowResult, SampleResult, combine_outcomes, worst
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
@@ -44,6 +46,7 @@ def shell_row(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     skip: str | None = None,
+    skip_command: str | None = None,
     argv: tuple[str, ...] | None = None,
 ) -> RowSpec:
     return RowSpec(
@@ -59,6 +62,7 @@ def shell_row(
         repeat=repeat,
         metrics=tuple(metrics),
         skip=skip,
+        skip_command=skip_command,
     )
 
 
@@ -395,13 +399,112 @@ def test_cwd_is_templated(tmp_path: Path, settings: RunSettings, containment: Co
 def test_template_values_offer_sample_names(tmp_path: Path) -> None:
     row = shell_row(tmp_path, "", properties={"prompt": "p.txt"})
     values = template_values(row, 3, "/tmp/x")
+    folder = str(tmp_path.resolve())
     assert values == {
         "prompt": "p.txt",
         "name": "row",
         "sample": 3,
         "tmpdir": "/tmp/x",
-        "sourceDir": str(tmp_path.resolve()),
+        "sourceDir": folder,
+        "CWD": folder,
+        "workDir": folder,
+        **platform_values(folder),
     }
+
+
+# --- Gavel's environment: cwd, built-in variables, skip commands ---------------------------
+
+
+def test_default_cwd_is_the_fixture_folder(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
+    row = shell_row(tmp_path, "pwd", cel="stdout.trim() == sourceDir && workDir == sourceDir")
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    assert (sample.status, sample.stdout.strip()) == ("PASS", str(tmp_path.resolve()))
+
+
+def test_relative_cwd_is_resolved_from_the_fixture_folder(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    (tmp_path / "sub").mkdir()
+    row = shell_row(tmp_path, "pwd", cwd="sub", cel='CWD.endsWith("/sub")')
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    assert (sample.status, sample.stdout.strip()) == ("PASS", str(tmp_path.resolve() / "sub"))
+
+
+def test_missing_cwd_fails_the_sample_without_running(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    row = shell_row(tmp_path, "touch ran", cwd="nope", cel="true")
+    result = run_row(row, settings, containment)
+    assert result.status == "FAIL"
+    (sample,) = result.samples
+    assert (sample.command.status, sample.error) == ("fail", f"cwd {tmp_path.resolve() / 'nope'} does not exist")
+    assert sample.assertions is not None and sample.assertions.status == "not_evaluated"
+    assert not (tmp_path / "ran").exists()
+
+
+def test_cwd_expands_variables_from_the_sample_environment(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "fixtures").mkdir()
+    row = replace(
+        shell_row(tmp_path / "fixtures", "pwd", cwd="$GIT_ROOT_DIR"), file=str(tmp_path / "fixtures" / "f.md")
+    )
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    assert sample.stdout.strip() == str(tmp_path.resolve())
+
+
+def test_platform_variables_are_in_the_environment_and_cel(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    (tmp_path / ".git").mkdir()
+    row = shell_row(
+        tmp_path,
+        'echo "$GOOS/$GOARCH $GIT_ROOT_DIR $ROOT_DIR"',
+        cel='stdout.trim() == GOOS + "/" + GOARCH + " " + GIT_ROOT_DIR + " " + ROOT_DIR && GO_ROOT_DIR == ""',
+    )
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    root = str(tmp_path.resolve())
+    assert (sample.status, sample.stdout.strip()) == ("PASS", f"{go_os()}/{go_arch()} {root} {root}")
+
+
+def test_fixture_env_overrides_platform_variables_and_is_visible_to_cel(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    row = shell_row(tmp_path, 'echo "$GOOS"', env={"GOOS": "plan9", "TOKEN": "t"}, cel='TOKEN == "t" && name == "row"')
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    assert (sample.status, sample.stdout.strip()) == ("PASS", "plan9")
+
+
+def test_ansi_facts_are_in_cel(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
+    row = shell_row(tmp_path, r"printf '\033[31mred\033[0m\n'", cel='ansi.has_color && ansi.final_text == "red\\n"')
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    assert sample.status == "PASS", sample.error
+
+
+@pytest.mark.parametrize(("command", "status"), [("test -d /", "SKIP"), ("test -d /no/such/dir", "PASS")])
+def test_skip_command_skips_when_it_exits_zero(
+    tmp_path: Path, settings: RunSettings, command: str, status: str, containment: Containment
+) -> None:
+    row = shell_row(tmp_path, "echo ran", skip_command=command)
+    assert run_row(row, settings, containment).status == status
+
+
+def test_skip_command_runs_in_the_row_cwd_with_its_env(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    (tmp_path / "marker").write_text("")
+    row = shell_row(tmp_path, "echo ran", env={"WANT": "marker"}, skip_command='test -f "$WANT"')
+    assert run_row(row, settings, containment).status == "SKIP"
+
+
+def test_template_error_at_run_time_is_an_error_sample(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    row = shell_row(tmp_path, "", argv=("echo", "{{ .m.missing }}"), properties={"m": {"k": 1}})
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
+    assert sample.status == "ERR"
+    assert sample.error is not None and "no value for .m.missing" in sample.error
 
 
 def test_run_sample_removes_its_tmpdir_even_on_error(

@@ -12,8 +12,9 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,15 @@ def test_env_and_cwd_are_passed(tmp_path: Path) -> None:
 def test_stdin_is_empty() -> None:
     result = execute([sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"], deadline=soon())
     assert result.stdout == b"''\n"
+
+
+def test_stdin_bytes_of_any_size_reach_the_contained_command(containment: Containment) -> None:
+    # 4 MiB: far beyond a pipe's buffer, so feeding it must not block the reading of stdout.
+    script = "import os, sys; print(len(sys.stdin.buffer.read()), os.environ['ASSAY_SAMPLE_ID'])"
+    result = execute([sys.executable, "-c", script], deadline=soon(), stdin=b"x" * (4 * MIB), containment=containment)
+    size, token = result.stdout.decode().split()
+    assert (result.exit_code, size) == (0, str(4 * MIB))
+    assert token.startswith(containment.token)
 
 
 def test_killed_by_a_signal_reports_the_negative_signal() -> None:
@@ -262,11 +272,9 @@ def test_cancel_kills_a_running_sample_and_its_children(tmp_path: Path, pid_file
 class CancelDuringStart(Containment):
     """A cancel() that lands after execute() checked for cancellation, while the leader starts."""
 
-    def start(
-        self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None
-    ) -> ContainedSample:
+    def start(self, argv: Sequence[str], **options: Any) -> ContainedSample:
         self.cancel()
-        return super().start(argv, cwd=cwd, env=env)
+        return super().start(argv, **options)
 
 
 def test_cancel_racing_with_start_still_stops_the_new_sample() -> None:

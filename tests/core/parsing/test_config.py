@@ -9,10 +9,12 @@ from fixtures_core.parsing.config import (
     Where,
     read_env,
     read_exit_code,
+    read_metrics,
     read_repeat,
     read_skip,
     read_string,
     read_string_list,
+    read_threshold,
     read_timeout,
     reject_near_misses,
 )
@@ -76,19 +78,17 @@ def test_read_env_names_the_bad_variable() -> None:
 @pytest.mark.parametrize(
     ("value", "skip"),
     [
-        (None, None),
-        (False, None),
-        ("", None),
-        ("false", None),
-        ("No", None),
-        ("0", None),
-        (True, "skipped"),
-        ("yes", "skipped"),
-        ("1", "skipped"),
-        ("flaky upstream", "flaky upstream"),
+        (None, (None, None)),
+        (False, (None, None)),
+        ("", (None, None)),
+        ("false", (None, None)),
+        (True, ("skip: true", None)),
+        ("true", ("skip: true", None)),
+        ("! command -v docker", (None, "! command -v docker")),
+        ("No", (None, "No")),  # any other text is a shell command, as in Gavel
     ],
 )
-def test_read_skip(value: object, skip: str | None) -> None:
+def test_read_skip(value: object, skip: tuple[str | None, str | None]) -> None:
     assert read_skip(value) == skip
 
 
@@ -107,3 +107,20 @@ def test_case_variant_of_a_known_key_is_rejected() -> None:
 
 def test_unrelated_keys_are_properties() -> None:
     reject_near_misses({"selector": 2, "model": 3, "prompt": 4}, ("exec", "repeat", "timeout", "metrics"), "suite.md")
+
+
+def test_read_threshold_reads_regression_points() -> None:
+    threshold = read_threshold({"regressionPoints": 5, "min": 1}, Where("f.md", 3), "metrics[score].threshold")
+    assert (threshold.regression_points, threshold.min, threshold.regression_percent) == (5.0, 1.0, None)
+    assert threshold.limits_regression
+
+
+def test_regression_points_cannot_be_negative() -> None:
+    with pytest.raises(FixtureError, match=r"f.md:3: metrics\[x\].threshold.regressionPoints: must be >= 0, got -1"):
+        read_threshold({"regressionPoints": -1}, Where("f.md", 3), "metrics[x].threshold")
+
+
+def test_regression_points_need_a_direction() -> None:
+    item = {"name": "x", "extract": "1", "unit": "pt", "threshold": {"regressionPoints": 5}}
+    with pytest.raises(FixtureError, match="regressionPoints: needs a direction"):
+        read_metrics([item], Where("f.md", 3), [4])

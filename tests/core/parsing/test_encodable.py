@@ -29,6 +29,12 @@ def test_a_nul_byte_in_an_env_value_and_in_cwd() -> None:
     assert [m.split(": ")[1] for m in found] == ["cwd", "env.A"]
 
 
+def test_a_nul_byte_in_a_skip_command() -> None:
+    assert messages(replace(ROW, skip_command="test -f x\0")) == [
+        "f.md:9: skip: row 'a': holds a NUL byte (\\0), which no process argument or environment can carry"
+    ]
+
+
 def test_invalid_environment_names() -> None:
     found = messages(replace(ROW, env={"A=B": "x", "": "y"}))
     assert found == [

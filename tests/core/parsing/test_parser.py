@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.errors import FixtureError
+from fixtures_core.parsing.builtins import go_os
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.spec import DEFAULT_TIMEOUT_S, RowSpec
+
+GOOS = go_os()
 
 
 def write(tmp_path: Path, text: str, name: str = "fixture.md") -> Path:
@@ -202,6 +205,7 @@ def test_frontmatter_offsets_table_and_block_lines(tmp_path: Path) -> None:
         | fourth | true |
         """,
     )
+    # "fourth" sits under the "third" command heading: Gavel would ignore it, assay runs it (README: Differences)
     assert [(r.name, r.line) for r in rows] == [("first", 10), ("second", 11), ("third", 13), ("fourth", 23)]
     assert all(r.file.endswith("fixture.md") for r in rows)
 
@@ -292,7 +296,29 @@ def test_two_aliases_of_one_special_column_are_an_error(tmp_path: Path) -> None:
 
 def test_row_without_any_command_is_an_error(tmp_path: Path) -> None:
     path, error = parse_error(tmp_path, "| Name | CEL |\n|---|---|\n| a | true |\n")
-    assert str(error) == f"{path}:3: Command: no command: set exec in the frontmatter or fill a Command column"
+    assert str(error) == (
+        f"{path}:3: Command: no command: set exec in the frontmatter, fill a Command column or an Args column"
+    )
+
+
+def test_test_name_column_names_the_row(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "---\nexec: echo\n---\n| Test Name | x |\n|---|---|\n| a | 1 |\n")
+    assert (row.name, dict(row.properties)) == ("a", {"x": "1"})
+
+
+def test_table_without_command_runs_bash_with_the_row_args(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "| Name | Args |\n|---|---|\n| a | -c 'echo hi' |\n")
+    assert row.argv == ("bash", "-c", "echo hi")
+
+
+def test_frontmatter_exec_that_is_a_command_line_runs_through_bash(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "---\nexec: bash -e\nargs: [x]\n---\n| Name |\n|---|\n| a |\n")
+    assert row.argv == ("bash", "-c", 'bash -e "$@"', "bash", "x")
+
+
+def test_template_action_alone_does_not_make_exec_a_command_line(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "---\nexec: '{{ .sourceDir }}/agent'\n---\n| Name |\n|---|\n| a |\n")
+    assert row.argv == ("{{ .sourceDir }}/agent",)
 
 
 # --- special columns ------------------------------------------------------------------
@@ -311,9 +337,15 @@ def test_row_without_any_command_is_an_error(tmp_path: Path) -> None:
         ("CWD", "/tmp", "cwd", "/tmp"),
         ("Timeout", "45s", "timeout_s", 45.0),
         ("REPEAT", "3", "repeat", 3),
-        ("Skip", "flaky upstream", "skip", "flaky upstream"),
-        ("skip", "true", "skip", "skipped"),
-        ("Skip", "no", "skip", None),
+        ("Skip", 'test -n "$CI"', "skip_command", 'test -n "$CI"'),
+        ("skip", "true", "skip", "skip: true"),
+        ("Skip", "false", "skip", None),
+        ("Working Directory", "sub", "cwd", "sub"),
+        ("Dir", "sub", "cwd", "sub"),
+        ("Arguments", "-a", "argv", ("echo", "-a")),
+        ("os", "plan9", "skip", f"os {GOOS} is not in plan9"),
+        ("OS", f"!{GOOS}", "skip", f"os {GOOS} is excluded"),
+        ("arch", "!nosucharch", "skip", None),
     ],
 )
 def test_special_columns_are_case_insensitive(
@@ -327,6 +359,8 @@ def test_special_columns_are_case_insensitive(
 @pytest.mark.parametrize(
     ("header", "attribute"),
     [
+        ("ExitCode", "exit_code"),
+        ("Expected Exit Code", "exit_code"),
         ("Exit Code", "exit_code"),
         ("exit code", "exit_code"),
     ],
@@ -529,7 +563,7 @@ def test_frontmatter_env_cwd_and_skip_apply_to_rows(tmp_path: Path) -> None:
           TOKEN: "{{ .name }}"
           N: 3
         cwd: $HOME/work
-        skip: not today
+        skip: test -f /no/such/file
         ---
         | Name |
         |---|
@@ -538,7 +572,7 @@ def test_frontmatter_env_cwd_and_skip_apply_to_rows(tmp_path: Path) -> None:
     )
     assert dict(row.env) == {"TOKEN": "{{ .name }}", "N": "3"}
     assert row.cwd == "$HOME/work"
-    assert row.skip == "not today"
+    assert (row.skip, row.skip_command) == (None, "test -f /no/such/file")
 
 
 def test_cwd_cell_overrides_frontmatter(tmp_path: Path) -> None:
@@ -553,9 +587,14 @@ def test_os_that_does_not_match_skips_every_row(tmp_path: Path) -> None:
 
 
 def test_os_that_matches_runs(tmp_path: Path) -> None:
-    current = {"win32": "windows"}.get(sys.platform, sys.platform)
-    (row,) = parse(tmp_path, f"---\nexec: echo\nos: [{current}]\n---\n| Name |\n|---|\n| a |\n")
+    (row,) = parse(tmp_path, f"---\nexec: echo\nos: [{GOOS}]\n---\n| Name |\n|---|\n| a |\n")
     assert row.skip is None
+
+
+@pytest.mark.parametrize(("value", "skipped"), [(f"'!{GOOS}'", True), ("'!plan9'", False), ("plan9", True)])
+def test_os_accepts_gavel_negation(tmp_path: Path, value: str, skipped: bool) -> None:
+    (row,) = parse(tmp_path, f"---\nexec: echo\nos: {value}\n---\n| Name |\n|---|\n| a |\n")
+    assert (row.skip is not None) is skipped
 
 
 @pytest.mark.parametrize(
@@ -779,7 +818,7 @@ def test_regression_percent_with_direction_and_no_baseline_is_allowed(tmp_path: 
 
 BLOCK = """
 ---
-exec: should-not-apply
+exec: bash
 args: [nor-this]
 env:
   SHARED: "1"
@@ -816,7 +855,7 @@ exit 3
 ```
 
 - cel: json.t == 1
-- contains: "t": 1
+- contains: "t": 1"
 - regex: ^\\{.*\\}$
 - not: contains: error
 """
@@ -829,7 +868,7 @@ def test_command_block_reads_yaml_script_and_bullets(tmp_path: Path) -> None:
     assert row.argv == ("bash", "-c", "echo '{\"t\": 1}'\nexit 3\n")
     assert row.expect.exit_code == 3
     assert row.expect.cel == (
-        '(json.t == 1) && (stdout.contains("\\"t\\": 1")) && (stdout.matches("^\\\\{.*\\\\}$"))'
+        '(json.t == 1) && (stdout.contains("t\\": 1")) && (stdout.matches("^\\\\{.*\\\\}$"))'
         ' && (!(stdout.contains("error")))'
     )
     assert row.expect.cel_line == 16
@@ -845,7 +884,7 @@ def test_block_metric_replaces_the_inherited_metric_of_the_same_name(tmp_path: P
     assert [m.line for m in row.metrics] == [9, 27]  # frontmatter item, block yaml item
 
 
-def test_block_inherits_frontmatter_env_cwd_repeat_and_metrics_but_not_exec(tmp_path: Path) -> None:
+def test_block_inherits_frontmatter_env_cwd_repeat_and_metrics(tmp_path: Path) -> None:
     text = BLOCK.split("### command")[0] + "### command: plain\n\n```bash\necho hi\n```\n"
     (row,) = parse(tmp_path, text)
     assert row.argv == ("bash", "-c", "echo hi\n")
@@ -884,32 +923,143 @@ def test_unknown_interpreter_is_an_error(tmp_path: Path) -> None:
     assert str(error).startswith(f"{path}:4: codeBlocks: no interpreter known for 'ruby'")
 
 
-def test_unknown_bullet_kind_is_an_error_at_its_line(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- has: x\n")
-    assert str(error) == f"{path}:8: validation: unknown validation 'has' (known: cel, contains, regex, not)"
+def test_other_bullet_with_a_colon_is_cel_as_in_gavel(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- exitCode == 0 ? true : false\n")
+    assert row.expect.cel == "(true) && (exitCode == 0 ? true : false)"
 
 
-@pytest.mark.parametrize("bullet", ["just a note", "cel:", "contains:   "])
-def test_bullet_without_kind_or_value_is_an_error(tmp_path: Path, bullet: str) -> None:
-    path, error = parse_error(tmp_path, f"### command: a\n\n```bash\necho\n```\n\n- {bullet}\n")
-    assert str(error).startswith(f"{path}:7: validation: expected 'cel: EXPR', 'contains: TEXT'")
-
-
-def test_second_script_fence_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "### command: a\n\n```bash\necho 1\n```\n\n```bash\necho 2\n```\n")
-    assert str(error) == f"{path}:7: command block 'a' has more than one script fence"
-
-
-def test_second_yaml_fence_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(
-        tmp_path, "### command: a\n\n```yaml\nrepeat: 2\n```\n\n```yaml\nrepeat: 3\n```\n\n```bash\necho\n```\n"
+def test_prose_bullet_with_a_colon_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path, error = parse_error(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- Note: it echoes\n")
+    assert str(error).startswith(
+        f"{path}:8: validation: bullet 'Note: it echoes' is not cel:, contains:, regex: or not:, "
+        "and Gavel reads it as CEL, which it is not ("
     )
-    assert str(error) == f"{path}:7: command block 'a' has a second yaml fence (first at line 3)"
 
 
-def test_block_heading_must_be_level_three(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "## command: a\n\n```bash\necho\n```\n")
-    assert str(error) == f"{path}:1: command: a command block heading must be level 3 (### command: NAME)"
+@pytest.mark.parametrize("bullet", ["cel:", "contains:   "])
+def test_validation_without_a_value_is_an_error(tmp_path: Path, bullet: str) -> None:
+    path, error = parse_error(tmp_path, f"### command: a\n\n```bash\necho\n```\n\n- {bullet}\n")
+    assert str(error).startswith(f"{path}:7: validation: '{bullet.strip()}' needs a value")
+
+
+def test_prose_bullets_are_ignored_and_warned_about(tmp_path: Path) -> None:
+    fixture = parse_file(
+        write(tmp_path, "### command: a\n\n```bash\necho\n```\n\nValidations:\n* just a note\n* contains: x\n")
+    )
+    (row,) = fixture.rows
+    assert row.expect.cel == 'stdout.contains("x")'
+    assert [(w.line, w.message) for w in fixture.warnings] == [
+        (8, "bullet 'just a note' is not a validation (no 'kind:'): ignored")
+    ]
+
+
+def test_list_without_validations_in_a_block_is_ignored_and_warned_about(tmp_path: Path) -> None:
+    fixture = parse_file(write(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- first step\n- second step\n"))
+    assert fixture.rows[0].expect.cel is None
+    assert [(w.line, w.message) for w in fixture.warnings] == [
+        (7, "list holds no validation (cel:, contains:, regex:, not:): ignored in 'a'")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bullet", "cel"),
+    [
+        ("not: (stdout.contains('x'))", "!((stdout.contains('x')))"),
+        ("not: contains: error", '!(stdout.contains("error"))'),
+        ("not: regex: ^a", '!(stdout.matches("^a"))'),
+        ('contains: "quoted"', 'stdout.contains("quoted")'),
+        ("contains: 'single'", 'stdout.contains("single")'),
+        ("regex: '[0-9]+'", 'stdout.matches("[0-9]+")'),
+        ("cel: `exitCode == 0`", "exitCode == 0"),
+    ],
+)
+def test_validation_bullets_as_gavel_reads_them(tmp_path: Path, bullet: str, cel: str) -> None:
+    (row,) = parse(tmp_path, f"### command: a\n\n```bash\necho\n```\n\n* {bullet}\n")
+    assert row.expect.cel == cel
+
+
+def test_last_script_fence_is_the_script_and_earlier_ones_are_warned_about(tmp_path: Path) -> None:
+    fixture = parse_file(write(tmp_path, "### command: a\n\n```bash\necho 1\n```\n\n```bash\necho 2\n```\n"))
+    assert fixture.rows[0].argv == ("bash", "-c", "echo 2\n")
+    assert [str(w) for w in fixture.warnings] == [
+        f"{tmp_path.as_posix()}/fixture.md:3: bash fence is not run: a later bash fence is the script"
+    ]
+
+
+def test_last_yaml_fence_configures_the_block(tmp_path: Path) -> None:
+    fixture = parse_file(
+        write(tmp_path, "### command: a\n\n```yaml\nrepeat: 2\n```\n\n```yaml\nrepeat: 3\n```\n\n```bash\necho\n```\n")
+    )
+    assert fixture.rows[0].repeat == 3
+    assert [w.line for w in fixture.warnings] == [3]
+
+
+def test_frontmatter_fence_configures_a_block_like_yaml(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "### command: a\n\n```bash\nexit 2\n```\n\n```frontmatter\nexitCode: 2\ncwd: sub\n```\n")
+    assert (row.expect.exit_code, row.cwd) == (2, "sub")
+
+
+@pytest.mark.parametrize("level", ["#", "##", "###", "####"])
+def test_command_heading_of_any_level_starts_a_block(tmp_path: Path, level: str) -> None:
+    (row,) = parse(tmp_path, f"{level} command: a\n\n```bash\necho\n```\n")
+    assert (row.name, row.line) == ("a", 1)
+
+
+def test_frontmatter_exec_applies_to_blocks_with_the_language_flag(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "---\nexec: python3\n---\n### command: a\n\n```bash\nprint(1)\n```\n")
+    assert row.argv == ("python3", "-c", "print(1)\n")
+
+
+def test_fence_attributes_are_ignored_with_a_warning(tmp_path: Path) -> None:
+    fixture = parse_file(write(tmp_path, "### command: a\n\n```bash exitCode=1\nexit 1\n```\n"))
+    assert fixture.rows[0].expect.exit_code == 0
+    assert "fence attributes 'exitCode=1' are ignored" in fixture.warnings[0].message
+
+
+# --- standalone fences --------------------------------------------------------------
+
+
+def test_fence_outside_a_command_block_is_a_row_named_after_its_heading(tmp_path: Path) -> None:
+    rows = parse(
+        tmp_path,
+        """
+        ```bash
+        echo first
+        ```
+
+        ## Greets
+
+        ```sh
+        echo hi
+        ```
+
+        - contains: hi
+
+        ```python
+        print(1)
+        ```
+
+        ```yaml
+        exitCode: 3
+        ```
+        """,
+    )
+    assert [(r.name, r.line, r.argv[0], r.expect.cel, r.expect.exit_code) for r in rows] == [
+        ("bash-block", 1, "bash", None, 0),
+        ("Greets", 7, "sh", 'stdout.contains("hi")', 0),
+        ("Greets (2)", 13, sys.executable, None, 3),
+    ]
+
+
+def test_a_validation_list_ends_a_standalone_fence(tmp_path: Path) -> None:
+    fixture = parse_file(
+        write(tmp_path, "## T\n\n```bash\necho\n```\n\n- contains: a\n\n* contains: b\n\n```go\nfmt.Println()\n```\n")
+    )
+    assert fixture.rows[0].expect.cel == 'stdout.contains("a")'
+    assert [w.message for w in fixture.warnings] == [
+        "validation list outside a command block: ignored",
+        "go fence outside a command block is not run (as in Gavel)",
+    ]
 
 
 def test_block_needs_a_name(tmp_path: Path) -> None:
@@ -948,9 +1098,9 @@ def test_block_yaml_must_be_a_mapping(tmp_path: Path) -> None:
 def test_block_skip_and_expected_streams(tmp_path: Path) -> None:
     (row,) = parse(
         tmp_path,
-        "### command: a\n\n```yaml\nskip: broken upstream\nstdout: hi\nstderr: ''\n```\n\n```bash\necho hi\n```\n",
+        "### command: a\n\n```yaml\nskip: test -d /\nstdout: hi\nstderr: ''\n```\n\n```bash\necho hi\n```\n",
     )
-    assert (row.skip, row.expect.stdout, row.expect.stderr) == ("broken upstream", "hi", "")
+    assert (row.skip_command, row.expect.stdout, row.expect.stderr) == ("test -d /", "hi", "")
 
 
 def test_table_after_a_block_is_still_read(tmp_path: Path) -> None:
@@ -994,7 +1144,7 @@ def test_documentation_table_inside_a_block_does_not_end_it(tmp_path: Path) -> N
     assert [(r.name, r.expect.cel) for r in rows] == [("block", "true")]
 
 
-def test_blocks_end_at_the_next_heading_of_level_three_or_less(tmp_path: Path) -> None:
+def test_blocks_end_at_the_next_heading_of_any_level(tmp_path: Path) -> None:
     rows = parse(
         tmp_path,
         """
@@ -1013,7 +1163,7 @@ def test_blocks_end_at_the_next_heading_of_level_three_or_less(tmp_path: Path) -
         - this list is prose, not a validation
         """,
     )
-    assert [(r.name, r.expect.cel) for r in rows] == [("one", "exitCode == 0")]
+    assert [(r.name, r.expect.cel) for r in rows] == [("one", None)]  # as in Gavel: "Notes" ends the block
 
 
 def test_fences_in_other_languages_are_ignored(tmp_path: Path) -> None:

@@ -1,10 +1,13 @@
-"""``{{ .name }}`` substitution (``fixtures_core.parsing.template``)."""
+"""Go-template-style substitution (``fixtures_core.parsing.template``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from fixtures_core.parsing.template import SAMPLE_NAMES, TemplateError, check_names, referenced_names, render
+from fixtures_core.parsing.builtins import TEMPLATE_BUILTINS
+from fixtures_core.parsing.template import TemplateError, check_names, referenced_names, render
 
 
 @pytest.mark.parametrize("text", ["{{ .prompt }}", "{{.prompt}}", "{{  .prompt\t}}"])
@@ -61,23 +64,68 @@ def test_unknown_name_with_nothing_known_says_none() -> None:
 
 
 def test_known_names_pass() -> None:
-    check_names("{{ .name }} {{ .sample }} {{ .tmpdir }}", SAMPLE_NAMES)
+    check_names("{{ .name }} {{ .sample }} {{ .tmpdir }} {{ .GIT_ROOT_DIR }} {{ .GOOS }}", TEMPLATE_BUILTINS)
+
+
+def test_unknown_name_with_a_hint_explains_it() -> None:
+    with pytest.raises(TemplateError, match=r"'\.port' .*; Gavel's daemon sets it"):
+        check_names("http://localhost:{{.port}}/", ["name"], {"port": "Gavel's daemon sets it"})
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "values", "expected"),
     [
-        "{{ range .items }}x{{ end }}",
-        "{{ if .x }}y{{ end }}",
-        "{{ .a | upper }}",
-        "{{ .a.b }}",
-        "{{ prompt }}",
-        "{{ }}",
-        '{{ printf "%s" .a }}',
+        ("{{ .word | strings.ToUpper }}", {"word": "alpha"}, "ALPHA"),
+        ("{{ .word | strings.ToLower | strings.Title }}", {"word": "BETA gamma"}, "Beta Gamma"),
+        ('{{ .path | strings.TrimPrefix "/" }}', {"path": "/get"}, "get"),
+        ('{{ .s | strings.ReplaceAll "a" "o" }}', {"s": "banana"}, "bonono"),
+        ('{{ .flags | default "-s" }}', {"flags": ""}, "-s"),
+        ('{{ default "-s" .flags }}', {"flags": "-v"}, "-v"),
+        ('{{ printf "%s-%d" .a 7 }}', {"a": "x"}, "x-7"),
+        ("{{ .v | quote }}", {"v": 'say "hi"'}, '"say \\"hi\\""'),
+        ("{{ .scope.Since }}", {"scope": {"Since": "2024"}}, "2024"),
+        ("{{ .f | filepath.Base }}", {"f": "/a/b/c.md"}, "c.md"),
     ],
 )
-def test_unsupported_actions_are_rejected(text: str) -> None:
-    with pytest.raises(TemplateError, match=r"unsupported template action .*only \{\{ \.name \}\} is supported"):
+def test_pipes_and_functions_as_in_go_templates(text: str, values: dict[str, object], expected: str) -> None:
+    assert render(text, values) == expected
+
+
+def test_piped_names_are_referenced() -> None:
+    assert referenced_names('{{ .a | strings.TrimPrefix "x" }} {{ .b.c }}') == ["a", "b"]
+
+
+def test_missing_nested_key_is_a_template_error_at_render_time() -> None:
+    with pytest.raises(TemplateError, match=r"no value for \.scope\.Until"):
+        render("{{ .scope.Until }}", {"scope": {"Since": "x"}})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{{ .a | upper }}", "unsupported template function 'upper'"),
+        ("{{ strings.ToUpper }}", "function strings.ToUpper takes 1 argument(s), got 0"),
+        ("{{ .a .b }}", "'.a' is not a function"),
+        ('{{ strings.ToUpper "a" "b" }}', "takes 1 argument(s), got 2"),
+    ],
+)
+def test_misused_functions_are_named(text: str, message: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        referenced_names(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "construct"),
+    [
+        ("{{ range .items }}x{{ end }}", "action 'range'"),
+        ("{{ if .x }}y{{ end }}", "action 'if'"),
+        ("{{ $x := 1 }}", "syntax '$x'"),
+        ("{{ prompt }}", "function 'prompt'"),
+        ("{{ }}", "empty template action"),
+    ],
+)
+def test_unsupported_constructs_are_named(text: str, construct: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(construct)):
         referenced_names(text)
 
 

@@ -112,7 +112,7 @@ def test_unknown_template_name_in_args_lists_known_names(tmp_path: Path) -> None
     )
     (error,) = validate_matrix(matrix)
     assert str(error).startswith(f"{paths['suite']}:7: command: row 'a': unknown template name '.modle'")
-    assert "(known: model, name, sample, sourceDir, tmpdir)" in str(error)
+    assert "(known: CWD, GIT_ROOT_DIR, GOARCH, GOOS, GOPATH, GO_ROOT_DIR, ROOT_DIR, model, name, sample," in str(error)
     assert error.field == "command"
 
 
@@ -167,8 +167,25 @@ def test_unsupported_template_action_is_an_error(tmp_path: Path) -> None:
     matrix, paths = matrix_of(tmp_path, suite="| Name | Command |\n|---|---|\n| a | `echo {{ range .x }}` |\n")
     (error,) = validate_matrix(matrix)
     assert str(error).startswith(
-        f"{paths['suite']}:3: command: row 'a': unsupported template action {{{{ range .x }}}}"
+        f"{paths['suite']}:3: command: row 'a': unsupported template action 'range' in {{{{ range .x }}}}"
     )
+
+
+def test_gavel_daemon_port_is_named_as_unsupported(tmp_path: Path) -> None:
+    matrix, paths = matrix_of(tmp_path, suite="| Name | Command |\n|---|---|\n| a | `curl localhost:{{.port}}` |\n")
+    (error,) = validate_matrix(matrix)
+    assert "unknown template name '.port'" in str(error)
+    assert "Gavel's frontmatter daemon: sets it, and assay does not run daemons" in str(error)
+
+
+def test_builtin_names_and_env_variables_are_known_to_templates_and_cel(tmp_path: Path) -> None:
+    matrix, _paths = matrix_of(
+        tmp_path,
+        suite="---\nenv:\n  TOKEN: t\n---\n| Name | Command | CEL |\n|---|---|---|\n"
+        "| a | `echo {{ .GIT_ROOT_DIR }} {{ .TOKEN }} {{ .name \\| strings.ToUpper }}` "
+        '| `GOOS == "linux" && TOKEN == "t" && name == "a" && ansi.has_any == false && sourceDir != ""` |\n',
+    )
+    assert validate_matrix(matrix) == []
 
 
 # --- CEL ---------------------------------------------------------------------------

@@ -11,8 +11,11 @@ import pytest
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.errors import BaselineError
 from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from_document, load_run, to_document
+from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
+from tests.core.conftest import ExampleRun
+from tests.pipeline import run_fixture
 
 
 def small_run() -> RunResult:
@@ -21,7 +24,7 @@ def small_run() -> RunResult:
         status="PASS",
         duration_ms=12.5,
         exit_code=0,
-        stdout='{"ms": 5}\n',
+        stdout="",  # a passing sample's output stays in the evidence (records.shareable)
         stderr="",
         command=Check("pass"),
         assertions=Check("pass", expression="json.ms > 0"),
@@ -140,3 +143,57 @@ def test_scalars_of_the_right_type_decode(value: object, hint: type) -> None:
 def test_object_and_any_pass_anything_through(value: object) -> None:
     assert _decode(value, object) is value
     assert _decode(value, Any) is value
+
+
+def test_a_real_run_with_long_output_round_trips_and_keeps_raw_output_apart(tmp_path: Path) -> None:
+    fixture = tmp_path / "chatty.md"
+    fixture.write_text(
+        "| Name | Command | CEL |\n|---|---|---|\n"
+        "| passes | `python3 -c \"print('p' * 2000)\"` | `true` |\n"
+        "| fails | `python3 -c \"import sys; print('f' * 2000); print('e' * 900, file=sys.stderr)\"` | `false` |\n"
+    )
+    run = run_fixture(fixture, tmp_path / "state", run_id="run-1")
+
+    assert load_run(Store(tmp_path / "state").run_file("run-1")) == run
+    passes, fails = run.rows
+    assert (passes.samples[0].stdout, passes.samples[0].excerpted) == ("", True)
+    assert fails.samples[0].stdout == "f" * EXCERPT_CHARS and fails.samples[0].stderr == "e" * EXCERPT_CHARS
+    # The raw output is one hop away, in the evidence file the row names.
+    evidence = tmp_path / "state" / "runs" / "run-1" / str(fails.evidence)
+    first = json.loads(evidence.read_text().splitlines()[0])
+    assert first["sample"]["stdout"] == "f" * 2000 + "\n"
+
+
+def test_an_older_document_with_raw_output_loads_in_the_current_form(tmp_path: Path) -> None:
+    older = to_document(small_run())
+    sample = older["fixtures"][0]["rows"][0]["samples"][0]
+    sample["stdout"] = '{"ms": 5, "answer": "a raw answer"}\n'  # assay 0.1 kept every sample's output
+    failing = dict(sample, index=1, status="FAIL", stdout="x" * 3000, stderr="short\n")
+    older["fixtures"][0]["rows"][0]["samples"].append(failing)
+
+    loaded = load_run(write(tmp_path, older))
+
+    passed, failed = loaded.rows[0].samples
+    assert (passed.stdout, passed.excerpted) == ("", True)
+    assert (failed.stdout, failed.stderr, failed.excerpted) == ("x" * EXCERPT_CHARS, "short\n", True)
+    assert from_document(to_document(loaded)) == loaded  # upgrading is done once: the result is current
+
+
+def test_blessing_an_older_run_writes_it_in_the_current_form(tmp_path: Path) -> None:
+    older = to_document(small_run())
+    older["fixtures"][0]["rows"][0]["samples"][0]["stdout"] = "a raw answer\n"
+    store = Store(tmp_path / ".assay")
+    blessed = store.bless(str(write(tmp_path, older)), "shipped")
+    sample = json.loads(blessed.read_text())["fixtures"][0]["rows"][0]["samples"][0]
+    assert (sample["stdout"], sample["excerpted"]) == ("", True)
+
+
+def test_an_ab_suite_run_round_trips(example_run: ExampleRun) -> None:
+    run = example_run.run
+    assert run.suites and run.suites[0].cases[0].judgments
+
+    assert load_run(Store(example_run.state).run_file(run.run_id)) == run
+    document = to_document(run)
+    assert list(document)[-2:] == ["summary", "suites"]
+    case = document["suites"][0]["cases"][0]
+    assert set(case["arms"]["careful"]) >= {"row", "status", "score", "axes", "verify_score"}

@@ -1,4 +1,5 @@
-"""The state folder: bounded, collision-free file names; incomplete and malformed runs named, not fatal."""
+"""The state folder: bounded, collision-free file names; incomplete and malformed runs named, not fatal;
+blessing only what passed."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fixtures_core.errors import BaselineError
-from fixtures_core.records.rundoc import load_run
-from fixtures_core.records.store import MAX_SLUG, Store, slug
+from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.records.rundoc import load_run, to_document
+from fixtures_core.records.store import MAX_SLUG, Store, bless_refusal, slug
 from fixtures_core.reports import terminal
 from tests.core.records.test_rundoc import small_run
+from tests.suites import EXAMPLE_SUITE, run_in_process
 
 
 def test_a_safe_short_name_is_its_own_slug() -> None:
@@ -117,3 +119,24 @@ def test_runs_closing_at_once_in_one_process_leave_every_run_and_latest_whole(tm
     assert load_run(store.latest).run_id in {run.run_id for run in runs}
     assert not [p for p in tmp_path.rglob("*.tmp")], "no temporary file is left behind"
     assert json.loads(store.latest.read_text())["schema"] == "assay.run/v1"
+
+
+def test_bless_refuses_a_failed_run_unless_forced(tmp_path: Path) -> None:
+    run = run_in_process(EXAMPLE_SUITE, tmp_path)
+    store = Store(tmp_path)
+    failed = replace(run, run_id="failed-run", status="FAIL")
+    store.write_run(failed)
+
+    with pytest.raises(UsageError, match=r"not blessing run failed-run: its verdict is FAIL \(--force blesses it"):
+        store.bless("failed-run", "shipped")
+    assert not store.baseline_file("shipped").exists()
+
+    target = store.bless("failed-run", "shipped", force=True)
+    assert json.loads(target.read_text())["run_id"] == "failed-run"
+    assert store.bless(run.run_id, "shipped") == target  # a PASS is blessed without --force
+
+
+def test_a_dry_run_is_never_a_baseline_by_accident(tmp_path: Path) -> None:
+    run = run_in_process(EXAMPLE_SUITE, tmp_path, dry_run=True)
+    assert run.verdict == "PASS" and to_document(run)["options"]["dry_run"] is True
+    assert bless_refusal(run) == "it is a dry run (nothing was scored)"

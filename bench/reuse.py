@@ -1,0 +1,188 @@
+"""The default engine on a reused local server, side by side with ``--engine local``,
+Prefect's temporary server and promptfoo, in one run.
+
+    python bench/reuse.py [--rounds 5] [--temporary-rounds 2] [--out bench/results/reuse.json]
+
+Two matrices: ``examples/matrix.md`` (4 rows x 5 samples of the fake agent,
+CEL and metrics) and 200 samples of ``true`` (20 rows x repeat 10, the
+matrix of bench/overhead.py). Variants, each the whole wall time of a child
+process (interpreter start to exit):
+
+  local       python -m flows.run M --engine local
+  reused      python -m flows.run M           the default: this Prefect home's local server, already up
+  temporary   python -m flows.run M           with ASSAY_PREFECT_SERVER=temporary: a server per run
+  promptfoo   promptfoo eval of the same 200 samples (exec provider, -j 4), when on PATH
+  floor       Prefect's own floor on the same server: a child that imports Prefect and runs the
+              smallest flow (one parameter, no task, heartbeat off, console quiet), nothing of assay
+
+First, in a brand-new Prefect home, the script times the local server's
+first start (``assay server start``: it creates the database) and the first
+run on it. Then ``--rounds`` rounds run every variant once in turn
+(interleaved, so a noisy machine slows all of them alike); medians per
+variant. Runs follow each other at once, as a user's would: the server is
+never waited idle. At the end ``assay server stop``, and a check that
+nothing this script started is still running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as c  # noqa: E402
+from overhead import fixture as true_fixture  # noqa: E402
+from overhead import promptfoo_config  # noqa: E402
+
+EXAMPLE = c.REPO / "examples" / "matrix.md"
+ROWS, REPEAT = 20, 10
+GOAL = 2.0  # reused / local on examples/matrix.md, second run onward
+FLOOR_CODE = """
+from prefect import flow
+from prefect.settings import temporary_settings
+
+@flow(name="floor")
+def smallest(x: int) -> int:
+    return x
+
+with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+    smallest(1)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds of local, reused, promptfoo (5)")
+    parser.add_argument("--temporary-rounds", type=int, default=2, help="rounds that also run a temporary server (2)")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "reuse.json"), help="JSON file")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds before one child is killed (300)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.temporary_rounds < 0:
+        parser.error("--rounds must be >= 1 and --temporary-rounds >= 0")
+    c.raise_on_sigterm()
+    work = Path(tempfile.mkdtemp(prefix="assay-bench-reuse-"))
+    home = work / "prefect-home"
+    try:
+        document = run_all(args, work, home)
+    finally:
+        _stop_local_server(home)
+        after = c.kill_leftovers()
+        shutil.rmtree(work, ignore_errors=True)
+    document["leftover_processes"] = after
+    return c.close(args.out, document, print_report)
+
+
+def _stop_local_server(home: Path) -> None:
+    """Whatever happened, the local server of the bench's home is stopped (it runs in its own session)."""
+    from flows.server import stop
+
+    stop(home.resolve())
+
+
+def run_all(args: argparse.Namespace, work: Path, home: Path) -> dict[str, object]:
+    py = c.python()
+    big = true_fixture(work, ROWS, REPEAT)
+    local_env = c.child_env(prefect_home=home, server="local", ASSAY_PREFECT_PORT=str(c.free_port()))
+    temporary_env = c.child_env(prefect_home=work / "temporary-home")
+    document: dict[str, object] = {"machine": c.machine(), "rounds": args.rounds,
+                                   "temporary_rounds": args.temporary_rounds}  # fmt: skip
+
+    def run(fixture: Path, env: dict[str, str], *extra: str) -> Callable[[], c.Measured]:
+        state = work / "state"
+        argv = [py, "-m", "flows.run", str(fixture), "--out", str(state), *extra]
+        return lambda: c.measure(argv, env=env, cwd=work, timeout=args.timeout)
+
+    print("first start of the local server in a brand-new Prefect home", file=sys.stderr)
+    start = c.measure([py, "-m", "flows.run", "server", "start"], env=local_env, cwd=work, timeout=args.timeout)
+    first = run(EXAMPLE, local_env)()
+    temporary_first = run(EXAMPLE, temporary_env)()  # creates the temporary home's database
+    document["first"] = {
+        "server_start_s": start.wall_s, "server_start_ok": start.ok,
+        "first_run_s": first.wall_s, "first_run_exit": first.returncode,
+        "temporary_first_run_s": temporary_first.wall_s, "temporary_first_run_exit": temporary_first.returncode,
+    }  # fmt: skip
+
+    from flows.server import find
+
+    server = find(home.resolve())
+    assert server is not None, start.stderr_tail
+    floor_env = c.child_env(prefect_home=home, api_url=server.api_url)
+    variants: dict[str, Callable[[], c.Measured]] = {
+        "examples/local": run(EXAMPLE, local_env, "--engine", "local"),
+        "examples/reused": run(EXAMPLE, local_env),
+        "prefect/floor": lambda: c.measure([py, "-c", FLOOR_CODE], env=floor_env, cwd=work, timeout=args.timeout),
+        "200/local": run(big, local_env, "--engine", "local"),
+        "200/reused": run(big, local_env),
+    }
+    promptfoo = shutil.which("promptfoo")
+    if promptfoo is not None:
+        config = promptfoo_config(work, ROWS, REPEAT)
+        promptfoo_env = c.child_env(PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
+                                    PROMPTFOO_CONFIG_DIR=str(work / "promptfoo-home"))  # fmt: skip
+        argv = [promptfoo, "eval", "-c", str(config), "--no-cache", "--no-table", "--no-progress-bar", "-j", "4",
+                "--repeat", str(REPEAT), "-o", str(work / "promptfoo-out.json")]  # fmt: skip
+        variants["200/promptfoo"] = lambda: c.measure(argv, env=promptfoo_env, cwd=work, timeout=args.timeout)
+        document["promptfoo_version"] = _version(promptfoo)
+    else:
+        document["promptfoo"] = "not on PATH (npm i -g promptfoo): skipped"
+    temporary = {"examples/temporary": run(EXAMPLE, temporary_env), "200/temporary": run(big, temporary_env)}
+
+    measured: dict[str, list[c.Measured]] = {key: [] for key in [*variants, *temporary]}
+    for number in range(args.rounds):
+        print(f"round {number + 1} of {args.rounds}", file=sys.stderr)
+        for key, variant in variants.items():
+            measured[key].append(variant())
+        if number < args.temporary_rounds:
+            for key, variant in temporary.items():
+                measured[key].append(variant())
+    document["variants"] = {key: _figures(runs) for key, runs in measured.items() if runs}
+    stop = c.measure([py, "-m", "flows.run", "server", "stop"], env=local_env, cwd=work, timeout=args.timeout)
+    document["server_stop_ok"] = stop.ok
+    return document
+
+
+def _version(promptfoo: str) -> str:
+    done = c.measure([promptfoo, "--version"], env=c.child_env(), timeout=60)
+    return done.stdout.strip()
+
+
+def _figures(runs: list[c.Measured]) -> dict[str, object]:
+    walls = [m.wall_s for m in runs]
+    return {
+        "wall_s": c.spread(walls),
+        "exit_codes": sorted({m.returncode for m in runs}, key=str),
+        "peak_rss_mb": c.median([m.root_hwm_mb for m in runs]),
+        "runs": [m.brief() for m in runs],
+    }
+
+
+def print_report(document: dict[str, object]) -> None:
+    machine = document["machine"]  # type: ignore[index]
+    first = document["first"]  # type: ignore[index]
+    variants: dict[str, dict[str, object]] = document["variants"]  # type: ignore[assignment]
+    print(f"\nassay reuse bench: {machine['cpus']} CPUs, load {machine['loadavg']}, {machine['date']}")  # type: ignore[index]
+    print(f"local server first start (brand-new home, migrations): {first['server_start_s']:.1f} s; "  # type: ignore[index]
+          f"first run on it {first['first_run_s']:.2f} s; "  # type: ignore[index]
+          f"first temporary-server run (its database too): {first['temporary_first_run_s']:.1f} s")  # type: ignore[index]  # fmt: skip
+    rows = []
+    for key, figures in variants.items():
+        matrix = key.split("/")[0]
+        local = variants.get(f"{matrix}/local") or variants["examples/local"]
+        wall = figures["wall_s"]["median"]  # type: ignore[index]
+        ratio = wall / local["wall_s"]["median"] if local else None  # type: ignore[index]
+        runs = len(figures["runs"])  # type: ignore[arg-type]
+        rows.append([key, runs, wall, figures["wall_s"]["min"], figures["wall_s"]["max"], ratio,  # type: ignore[index]
+                     figures["peak_rss_mb"], ",".join(map(str, figures["exit_codes"]))])  # type: ignore[call-overload]  # fmt: skip
+    print(c.table(["matrix/variant", "runs", "median s", "min s", "max s", "x local", "RSS MB", "exit"], rows))
+    reused, local = variants["examples/reused"], variants["examples/local"]
+    ratio = reused["wall_s"]["median"] / local["wall_s"]["median"]  # type: ignore[index]
+    print(f"goal: examples/matrix.md on the reused server within {GOAL:g}x of --engine local: "
+          f"{ratio:.2f}x [{'met' if ratio <= GOAL else 'MISSED'}]")  # fmt: skip
+
+
+if __name__ == "__main__":
+    c.run_script(main)

@@ -1,0 +1,126 @@
+"""The A/B stage of closing a run, the same for every engine: judge, score, gate, report.
+
+``runner.complete`` calls ``judge_run`` on the raw rows (every arm of every
+case has finished by then), finalizes the scored rows, then ``suite_outcomes``
+gives each suite's ship-gate section and ``run_status`` the run's status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from fixtures_core.analysis.shipgate import JudgeRecord, SuiteOutcome, apply_judgments, suite_outcome
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.judge import JudgeSettings, rubric_digest
+from fixtures_core.execution.judging import SuiteJudging, judge_suite, new_seed, suites_of
+from fixtures_core.records.rundoc import RunResult, write_text_atomic
+from fixtures_core.reports import markdown
+from fixtures_core.results import RowResult, Status, worst
+from fixtures_core.spec import RowSpec
+
+REPORT = "report.md"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Rows after judging: specs with the score metric, rows with their scores, and the judgings."""
+
+    specs: list[RowSpec]
+    rows: list[RowResult]
+    judgings: list[SuiteJudging]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where judging reads attempts and writes its files, and which run it belongs to."""
+
+    run_dir: Path
+    evidence_dir: Path
+    run_id: str
+
+
+def judge_run(
+    specs: Sequence[RowSpec],
+    rows: Sequence[RowResult],
+    evidence: Evidence,
+    containment: Containment,
+    parallel: int,
+    seed: int | None = None,
+    skip: bool = False,
+) -> Judged:
+    """Judge every suite with a judge (``skip`` for a dry run or an interrupted run)."""
+    judgings = []
+    if not skip:
+        for suite in suites_of(specs):
+            if suite.judge is None:
+                continue
+            labelling = seed if seed is not None else suite.judge.seed if suite.judge.seed is not None else new_seed()
+            settings = JudgeSettings(evidence.run_dir, evidence.evidence_dir, labelling, evidence.run_id, parallel)
+            judgings.append(judge_suite(suite, specs, rows, settings, containment))
+    scored_specs, scored_rows = apply_judgments(specs, rows, judgings)
+    return Judged(scored_specs, scored_rows, judgings)
+
+
+def suite_outcomes(
+    judged: Judged,
+    finished: Sequence[RowResult],
+    baseline: tuple[str, RunResult] | None = None,
+    dry_run: bool = False,
+    rejudged: str | None = None,
+    evidence_run: str | None = None,
+) -> tuple[SuiteOutcome, ...]:
+    """The ship-gate section of every suite of the run, in file order."""
+    outcomes = []
+    for suite in suites_of(judged.specs):
+        judging = next((j for j in judged.judgings if j.file == suite.file), None)
+        member = next(s for s in judged.specs if s.ab is not None and s.ab.suite.file == suite.file)
+        identity = member.fixture_id or member.file
+        previous = next((s for s in baseline[1].suites if s.file == identity), None) if baseline else None
+        name = baseline[0] if baseline is not None and previous is not None else None
+        outcome = suite_outcome(suite, judged.specs, finished, judging, previous, name, dry_run)
+        outcomes.append(_with_record(outcome, judging, rejudged, evidence_run))
+    return tuple(outcomes)
+
+
+def _with_record(
+    outcome: SuiteOutcome, judging: SuiteJudging | None, rejudged: str | None, evidence_run: str | None
+) -> SuiteOutcome:
+    record = None
+    if judging is not None:
+        judge = judging.judge
+        reported = [j.provenance for j in judging.judgments if j.provenance]
+        record = JudgeRecord(
+            command=judge.command,
+            seed=judging.seed,
+            blind=judge.blind,
+            swap=judge.swap,
+            axes=judge.axes,
+            rubric=judge.rubric,
+            rubric_sha256=rubric_digest(judge),
+            provenance=tuple(dict.fromkeys([*reported, *([judging.provenance] if judging.provenance else [])])),
+        )
+    return replace(outcome, judge=record, rejudged=rejudged, evidence_run=evidence_run)
+
+
+def run_status(specs: Sequence[RowSpec], finished: Sequence[RowResult], suites: Sequence[SuiteOutcome]) -> Status:
+    """ERR > FAIL > PASS over the rows and the suites' ship gates. In a suite with a hard gate, an
+    arm row's FAIL is evidence for the gates, not a failure of the run (a worse arm is what a suite
+    measures); without one, nothing else decides, so arm rows count like any row (never green by default)."""
+    arm_rows = {
+        spec.id
+        for spec in specs
+        if spec.ab is not None and spec.ab.arm is not None and any(g.severity == "hard" for g in spec.ab.suite.gates)
+    }
+    counted = [
+        row.status for row in finished if row.status != "SKIP" and (row.id not in arm_rows or row.status != "FAIL")
+    ]
+    return worst("PASS", *counted, *(suite.verdict for suite in suites))
+
+
+def write_report(run_dir: Path, run: RunResult) -> None:
+    """``report.md`` beside ``run.json`` for a run with suites: the run's one Markdown summary
+    (the same as ``--summary`` and the Prefect artifact), ship-gate report included."""
+    if run.suites:
+        write_text_atomic(run_dir / REPORT, markdown.render(run, (run_dir / "run.json").resolve()))

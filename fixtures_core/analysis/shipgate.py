@@ -1,0 +1,438 @@
+"""Margins and ship gates of an A/B suite: per case, each arm's score, the margin, the winner;
+per suite, averages, gates (CEL over ``rows`` and ``suite``), known-limit warnings, the verdict.
+
+Rules (seed 04, RUBRIC.md, generalised):
+
+* An arm's score is the mean of its judged samples' totals (the ``score``
+  metric of its row); the margin is the first arm of ``compare`` minus the
+  second, in points.
+* An arm is disqualified when a ``disqualifier`` pattern or forbidden file
+  was found in any of its attempts, or the judge said so; a disqualified arm
+  never wins a sample.
+* A case with a ``known limit`` range is marked ``known_limit`` for the gates
+  (which exclude it by saying so) and warns when its margin is outside the
+  range on either side.
+* Gates see the cases that ran (SKIP and ERR cases are left out and named).
+  A hard gate that is false fails the suite; a soft one warns; a gate that
+  cannot be evaluated is an error (it fails closed).
+* In a suite with a hard gate, an arm row's own FAIL (its CEL, exit code) is
+  evidence here, not the verdict: a worse arm is what a suite measures
+  (``abstage.run_status``; without a hard gate it fails the run). ERR anywhere is ERR.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from fixtures_core.cel import compile_expression
+from fixtures_core.execution.judge import TIE, Judgment
+from fixtures_core.execution.judging import SuiteJudging
+from fixtures_core.parsing.suite import GATE_VARIABLES
+from fixtures_core.results import MetricValue, Outcome, RowResult, Status, worst
+from fixtures_core.spec import MetricSpec, RowSpec
+from fixtures_core.suite import SCORE_METRIC, GateSeverity, JudgeSpec, SuiteSpec
+
+EXPECTED = "EXPECTED (known-limit)"
+READY = "READY"  # a dry run's case: workspaces prepared, setup and verification ran
+OUTSIDE_KNOWN_LIMIT = "WARNING (known-limit)"
+
+
+@dataclass(frozen=True)
+class JudgeRecord:
+    """Which judge scored a suite, how it was labelled, and what it said it was."""
+
+    command: tuple[str, ...]
+    seed: int
+    blind: bool
+    swap: bool
+    axes: tuple[str, ...] = ()
+    rubric: str | None = None
+    rubric_sha256: str | None = None
+    provenance: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArmOutcome:
+    """One arm of one case.
+
+    score:        mean judge total over the case's judged samples (None without a complete judgment).
+    findings:     disqualifier and critical findings of assay's patterns and of the judge.
+    verify_score: mean fraction of verification commands that passed.
+    duration_ms:  mean wall time of the arm's command over its samples.
+    """
+
+    row: str
+    status: Status
+    score: float | None = None
+    axes: Mapping[str, float] = field(default_factory=dict)
+    disqualified: bool = False
+    findings: tuple[str, ...] = ()
+    verify_score: float | None = None
+    duration_ms: float | None = None
+    baseline_score: float | None = None
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """One table row of a suite across its arms; ``verdict`` is the ship-gate table's column."""
+
+    name: str
+    line: int
+    status: Status
+    verdict: str
+    arms: Mapping[str, ArmOutcome]
+    margin: float | None = None
+    winner: str | None = None
+    known_limit: tuple[float, float] | None = None
+    baseline_margin: float | None = None
+    judgments: tuple[Judgment, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """A ship gate evaluated on a run: pass, fail, error, or not_evaluated (a dry run)."""
+
+    name: str
+    cel: str
+    severity: GateSeverity
+    status: Outcome
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SuiteOutcome:
+    """The ship-gate section of one suite in the run document.
+
+    baseline:     the saved run the ``baseline_*`` figures come from.
+    rejudged:     the run whose evidence this run re-judged.
+    evidence_run: the run whose folder holds the attempts (this run's own when absent).
+    """
+
+    file: str
+    verdict: Status
+    arms: tuple[str, ...]
+    cases: tuple[CaseOutcome, ...]
+    compare: tuple[str, str] | None = None
+    averages: Mapping[str, float] = field(default_factory=dict)
+    margin: float | None = None
+    baseline_margin: float | None = None
+    baseline: str | None = None
+    gates: tuple[GateResult, ...] = ()
+    warnings: tuple[str, ...] = ()
+    judge: JudgeRecord | None = None
+    dry_run: bool = False
+    rejudged: str | None = None
+    evidence_run: str | None = None
+
+    @property
+    def hard_floor_violations(self) -> int:
+        return sum(g.severity == "hard" and g.status == "fail" for g in self.gates)
+
+
+# --- scores into rows -----------------------------------------------------------------
+
+
+def score_metric(judge: JudgeSpec, file: str) -> MetricSpec:
+    """The judge's total as a metric of every arm row: higher is better, in points."""
+    return MetricSpec(
+        name=SCORE_METRIC,
+        extract="(the judge's total)",
+        unit="points",
+        file=file,
+        line=judge.line,
+        direction="higher",
+        threshold=judge.threshold,
+    )
+
+
+def apply_judgments(
+    specs: Sequence[RowSpec], rows: Sequence[RowResult], judgings: Sequence[SuiteJudging]
+) -> tuple[list[RowSpec], list[RowResult]]:
+    """Each judged arm row gains the ``score`` metric (one value per judged sample); a failed
+    judgment makes the case's arm rows ERR, naming the judge's kept output."""
+    by_file = {j.file: j for j in judgings}
+    results = {row.id: row for row in rows}
+    new_specs, new_rows = [], {}
+    for spec in specs:
+        judging = by_file.get(spec.ab.suite.file) if spec.ab is not None and spec.ab.arm is not None else None
+        if judging is None or spec.ab is None or spec.ab.arm is None:
+            new_specs.append(spec)
+            continue
+        new_specs.append(replace(spec, metrics=(*spec.metrics, score_metric(judging.judge, spec.file))))
+        row = results.get(spec.id)
+        if row is not None:
+            mine = {j.sample: j for j in judging.judgments if j.case == spec.ab.case}
+            new_rows[spec.id] = _scored(row, spec.ab.arm, mine)
+    return new_specs, [new_rows.get(row.id, row) for row in rows]
+
+
+def _scored(row: RowResult, arm: str, judgments: Mapping[int, Judgment]) -> RowResult:
+    samples = []
+    for sample in row.samples:
+        judgment = judgments.get(sample.index)
+        if judgment is None:
+            samples.append(sample)
+        elif judgment.error is not None:
+            value = MetricValue("error", error=f"sample {sample.index}: {judgment.error}")
+            samples.append(replace(sample, metrics={**sample.metrics, SCORE_METRIC: value}))
+        else:
+            value = MetricValue("pass", value=judgment.scores[arm].total)
+            samples.append(replace(sample, metrics={**sample.metrics, SCORE_METRIC: value}))
+    failed = [j for j in judgments.values() if j.error is not None]
+    if not failed:
+        return replace(row, samples=tuple(samples))
+    error = f"judge: sample {failed[0].sample}: {failed[0].error}"
+    return replace(row, samples=tuple(samples), status="ERR", error=row.error or error)
+
+
+# --- outcomes ------------------------------------------------------------------------
+
+
+def suite_outcome(
+    suite: SuiteSpec,
+    specs: Sequence[RowSpec],
+    rows: Sequence[RowResult],
+    judging: SuiteJudging | None,
+    baseline: SuiteOutcome | None = None,
+    baseline_name: str | None = None,
+    dry_run: bool = False,
+) -> SuiteOutcome:
+    """Cases, margins, averages, gates and warnings of one suite of a finalized run."""
+    results = {row.id: row for row in rows}
+    members = [s for s in specs if s.ab is not None and s.ab.suite.file == suite.file and s.id in results]
+    arms = tuple(a.name for a in suite.arms)
+    pair = suite.pair
+    by_case: dict[str, list[RowSpec]] = {}
+    for spec in members:
+        assert spec.ab is not None
+        by_case.setdefault(spec.ab.case, []).append(spec)
+    previous = {c.name: c for c in baseline.cases} if baseline is not None else {}
+    judgments = judging.judgments if judging is not None else ()
+    cases = tuple(
+        _case(case, found, results, [j for j in judgments if j.case == case], pair, previous.get(case), dry_run)
+        for case, found in by_case.items()
+    )
+    scores = {arm: _mean([c.arms[arm].score for c in cases if arm in c.arms]) for arm in arms}
+    averages = {arm: score for arm, score in scores.items() if score is not None}
+    margin = _mean([c.margin for c in cases])
+    outcome = SuiteOutcome(
+        file=members[0].fixture_id or members[0].file if members else suite.file,
+        verdict="PASS",
+        arms=arms,
+        cases=cases,
+        compare=pair,
+        averages=averages,
+        margin=margin,
+        baseline_margin=baseline.margin if baseline is not None else None,
+        baseline=baseline_name if baseline is not None else None,
+        dry_run=dry_run,
+    )
+    gates = tuple(
+        GateResult(g.name, g.cel, g.severity, "not_evaluated", "dry run: nothing was scored")
+        if dry_run
+        else _gate(g.name, g.cel, g.severity, outcome)
+        for g in suite.gates
+    )
+    warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
+    warnings += [f"soft gate '{g.name}' failed" for g in gates if g.severity == "soft" and g.status == "fail"]
+    warnings += [
+        f"{case.name}: the judge disagreed with itself on sample {j.sample} when the order was swapped (a tie)"
+        for case in cases
+        for j in case.judgments
+        if j.disagreement
+    ]
+    errored = any(c.status == "ERR" for c in cases) or any(g.status == "error" for g in gates)
+    failed = any(g.severity == "hard" and g.status == "fail" for g in gates)
+    verdict: Status = "ERR" if errored else "FAIL" if failed else "PASS"
+    return replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict)
+
+
+def _case(
+    name: str,
+    specs: Sequence[RowSpec],
+    results: Mapping[str, RowResult],
+    judgments: Sequence[Judgment],
+    pair: tuple[str, str] | None,
+    previous: CaseOutcome | None,
+    dry_run: bool,
+) -> CaseOutcome:
+    first = specs[0]
+    assert first.ab is not None
+    arms = {}
+    for spec in specs:
+        assert spec.ab is not None
+        key = spec.ab.arm or spec.name
+        arms[key] = _arm(results[spec.id], key, judgments, previous)
+    statuses = [a.status for a in arms.values()]
+    failed_judgment = next((j for j in judgments if j.error is not None), None)
+    status: Status = "SKIP" if all(s == "SKIP" for s in statuses) else worst(*statuses)
+    if failed_judgment is not None:
+        status = "ERR"
+    margin = None
+    if pair is not None and pair[0] in arms and pair[1] in arms:
+        first_score, second_score = arms[pair[0]].score, arms[pair[1]].score
+        if first_score is not None and second_score is not None:
+            margin = first_score - second_score
+    case = CaseOutcome(
+        name=name,
+        line=first.ab.case_line,
+        status=status,
+        verdict="",
+        arms=arms,
+        margin=margin,
+        winner=_winner(judgments, arms) if judgments else None,
+        known_limit=first.ab.known_limit,
+        baseline_margin=previous.margin if previous is not None else None,
+        judgments=tuple(judgments),
+        error=failed_judgment.error if failed_judgment is not None else _first_error(results, specs),
+    )
+    return replace(case, verdict=READY if dry_run and status not in ("SKIP", "ERR") else _verdict(case, pair))
+
+
+def _first_error(results: Mapping[str, RowResult], specs: Sequence[RowSpec]) -> str | None:
+    return next((results[s.id].error for s in specs if results[s.id].error), None)
+
+
+def _arm(row: RowResult, arm: str, judgments: Sequence[Judgment], previous: CaseOutcome | None) -> ArmOutcome:
+    metric = row.metrics.get(SCORE_METRIC)
+    score = metric.value if metric is not None and metric.status in ("pass", "fail") else None
+    scored = [j.scores[arm] for j in judgments if arm in j.scores]
+    attempts = [s.attempt for s in row.samples if s.attempt is not None]
+    findings = [f.describe() for a in attempts for f in a.findings if f.severity in ("disqualifier", "critical")]
+    findings += [text for s in scored for text in s.findings]
+    axes_names = list(dict.fromkeys(axis for s in scored for axis in s.axes))
+    before = previous.arms.get(arm) if previous is not None else None
+    return ArmOutcome(
+        row=row.name,
+        status=row.status,
+        score=score,
+        axes={axis: value for axis in axes_names if (value := _mean([s.axes.get(axis) for s in scored])) is not None},
+        disqualified=any(a.disqualified for a in attempts) or any(s.disqualifier for s in scored),
+        findings=tuple(dict.fromkeys(findings)),
+        verify_score=_mean([a.verify_score for a in attempts]),
+        duration_ms=_mean([s.duration_ms for s in row.samples]),
+        baseline_score=before.score if before is not None else None,
+    )
+
+
+def _winner(judgments: Sequence[Judgment], arms: Mapping[str, ArmOutcome]) -> str:
+    """The arm most samples were won by (a disqualified arm never wins a sample); else a tie."""
+    votes: Counter[str] = Counter()
+    for judgment in judgments:
+        if judgment.error is not None or judgment.winner is None:
+            continue
+        allowed = {arm for arm, score in judgment.scores.items() if not (score.disqualifier or arms[arm].disqualified)}
+        winner = judgment.winner
+        if winner != TIE and winner not in allowed:
+            best = sorted(((judgment.scores[a].total, a) for a in allowed), reverse=True)
+            winner = best[0][1] if best and (len(best) == 1 or best[0][0] > best[1][0]) else TIE
+        if winner != TIE:
+            votes[winner] += 1
+    ranked = votes.most_common()
+    if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
+        return TIE
+    return ranked[0][0]
+
+
+def _verdict(case: CaseOutcome, pair: tuple[str, str] | None) -> str:
+    """The ship-gate table's Verdict column for one case."""
+    if case.status in ("SKIP", "ERR"):
+        return case.status
+    if case.known_limit is not None:
+        return OUTSIDE_KNOWN_LIMIT if _outside(case) else EXPECTED
+    first = case.arms.get(pair[0]) if pair is not None else next(iter(case.arms.values()))
+    if first is None:
+        return case.status
+    if first.disqualified:
+        return "DISQUALIFIED"
+    if first.status != "PASS" or case.winner is None or pair is None:
+        return first.status
+    return "PASS" if case.winner == pair[0] else "TIE" if case.winner == TIE else "LOSS"
+
+
+def _outside(case: CaseOutcome) -> bool:
+    if case.known_limit is None or case.margin is None:
+        return False
+    low, high = case.known_limit
+    return case.margin < low or case.margin > high
+
+
+def _known_limit_warning(case: CaseOutcome) -> str | None:
+    if not _outside(case):
+        return None
+    assert case.known_limit is not None and case.margin is not None
+    low, high = case.known_limit
+    why = (
+        "too good: it may no longer be a known limit"
+        if case.margin > high
+        else "too bad: a regression elsewhere may show here"
+    )
+    return f"{case.name}: margin {case.margin:+.1f} is outside its known-limit range [{low:g}, {high:g}] ({why})"
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+# --- gates -----------------------------------------------------------------------------
+
+
+def gate_context(outcome: SuiteOutcome) -> dict[str, object]:
+    """What a gate's CEL sees: ``rows`` (the cases that ran) and ``suite``."""
+    rows = [_row_value(case) for case in outcome.cases if case.status in ("PASS", "FAIL")]
+    suite: dict[str, object] = {
+        "average": dict(outcome.averages),
+        "rows": len(rows),
+        "cases": len(outcome.cases),
+    }
+    if outcome.margin is not None:
+        suite["margin"] = outcome.margin
+    if outcome.baseline_margin is not None:
+        suite["baseline_margin"] = outcome.baseline_margin
+    return {"rows": rows, "suite": suite}
+
+
+def _row_value(case: CaseOutcome) -> dict[str, object]:
+    value: dict[str, object] = {
+        "name": case.name,
+        "status": case.status,
+        "known_limit": case.known_limit is not None,
+        "arms": {arm: _arm_value(outcome) for arm, outcome in case.arms.items()},
+    }
+    optional = {"margin": case.margin, "winner": case.winner, "baseline_margin": case.baseline_margin}
+    value.update({k: v for k, v in optional.items() if v is not None})
+    if case.known_limit is not None:
+        value["known_limit_range"] = list(case.known_limit)
+    return value
+
+
+def _arm_value(arm: ArmOutcome) -> dict[str, object]:
+    value: dict[str, object] = {
+        "status": arm.status,
+        "disqualified": arm.disqualified,
+        "findings": list(arm.findings),
+        "axes": dict(arm.axes),
+    }
+    optional = {
+        "score": arm.score,
+        "verify_score": arm.verify_score,
+        "duration_ms": arm.duration_ms,
+        "baseline_score": arm.baseline_score,
+    }
+    value.update({k: v for k, v in optional.items() if v is not None})
+    return value
+
+
+def _gate(name: str, cel: str, severity: GateSeverity, outcome: SuiteOutcome) -> GateResult:
+    program = compile_expression(cel, GATE_VARIABLES)
+    result = program.evaluate(gate_context(outcome))
+    if result.error is not None:
+        return GateResult(name, cel, severity, "error", f"gate '{name}' could not be evaluated: {result.error}")
+    if not isinstance(result.value, bool):
+        return GateResult(name, cel, severity, "error", f"gate '{name}' must be true or false, got {result.value!r}")
+    return GateResult(name, cel, severity, "pass" if result.value else "fail")

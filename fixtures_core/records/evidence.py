@@ -1,0 +1,42 @@
+"""Read back the raw rows a run recorded as evidence (``evidence/<row>.jsonl``).
+
+Each file holds one line per finished sample and, once the row finished, a
+``raw_row`` line: the row's verdict before finalize added metrics and
+comparisons (and before any judge scored it). Re-judging starts from these.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from fixtures_core.errors import BaselineError
+from fixtures_core.records.rundoc import decode
+from fixtures_core.results import RowResult, SampleResult
+
+
+def raw_rows(run_dir: Path) -> dict[str, RowResult]:
+    """Row id -> the raw row with its samples, for every row that finished; a torn last line is skipped."""
+    folder = run_dir / "evidence"
+    if not folder.is_dir():
+        raise BaselineError(str(run_dir), "no evidence folder: the run kept no evidence to re-judge")
+    rows: dict[str, RowResult] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        samples: list[SampleResult] = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a crash
+            try:
+                if "sample" in entry:
+                    samples.append(decode(entry["sample"], SampleResult))
+                elif "raw_row" in entry:
+                    document = dict(entry["raw_row"])
+                    document["samples"] = []
+                    row = decode(document, RowResult)
+                    rows[row.id] = replace(row, samples=tuple(sorted(samples, key=lambda s: s.index)))
+            except (TypeError, ValueError, KeyError) as exc:
+                raise BaselineError(str(path), f"malformed evidence line: {exc}") from None
+    return rows

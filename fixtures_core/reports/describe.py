@@ -1,0 +1,214 @@
+"""The words and figures every report of a run shows, as plain text.
+
+The terminal report styles them and the Markdown report lays them out as
+Markdown; both read them from here, so they say the same thing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from fixtures_core.analysis.passk import SuiteFigures
+from fixtures_core.records.rundoc import RunResult
+from fixtures_core.results import MetricSummary, RowResult
+
+_EXCERPT_LINES = 4
+_EXCERPT_CHARS = 300
+
+MarkKind = Literal["informational", "fail", "error", "not_evaluated", "ok"]
+
+
+def median_duration_ms(row: RowResult) -> float | None:
+    """Median wall time of a row's samples."""
+    durations = [s.duration_ms for s in row.samples]
+    return statistics.median(durations) if durations else None
+
+
+def duration(ms: float | None) -> str:
+    """A duration for people: milliseconds below 10 s, else seconds."""
+    if ms is None:
+        return "-"
+    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
+
+
+def fraction(value: float | None) -> str:
+    """A rate in [0, 1] with at most three decimals; 0 and 1 bare."""
+    return "-" if value is None else f"{value:.3f}".rstrip("0").rstrip(".") if value not in (0, 1) else f"{value:g}"
+
+
+def k_label(run: RunResult) -> str:
+    """The k of the pass@k columns: the run's ``--k``, or "k" (each row's n)."""
+    k = run.options.get("k")
+    return str(k) if k is not None else "k"
+
+
+def status_label(row: RowResult) -> str:
+    """A row's status, with ``(flaky)`` when some but not all of its samples passed."""
+    label: str = row.status
+    if row.stochastic is not None and row.stochastic.row_class == "flaky":
+        label += " (flaky)"
+    return label
+
+
+def passed_cell(row: RowResult) -> str:
+    """Samples passed out of samples planned (and run, when fewer ran)."""
+    if row.status == "SKIP":
+        return "-"
+    passed = sum(s.passed for s in row.samples)
+    return (
+        f"{passed}/{row.repeat}" if len(row.samples) == row.repeat else f"{passed}/{len(row.samples)} of {row.repeat}"
+    )
+
+
+def passk_cells(row: RowResult) -> tuple[str, str]:
+    """pass@k and pass^k of a row, or why they are withheld."""
+    s = row.stochastic
+    if s is None:
+        return "-", "-"
+    if s.withheld:
+        return "withheld", "withheld"
+    return fraction(s.pass_at_k), fraction(s.pass_hat_k)
+
+
+@dataclass(frozen=True)
+class MetricCells:
+    """One metric of one row as a report shows it."""
+
+    value: str
+    baseline: str
+    delta: str
+    mark: str
+    kind: MarkKind
+
+
+def metric_cells(metric: MetricSummary) -> MetricCells:
+    """Aggregate with unit, baseline row value, signed regression, and the verdict mark."""
+    value = "-" if metric.value is None else f"{metric.value:.4g} {metric.unit}"
+    comparison = metric.comparison
+    baseline = delta = ""
+    if comparison is not None:
+        baseline = (
+            f"{comparison.baseline_value:.4g} ({comparison.baseline})"
+            if comparison.baseline_value is not None
+            else comparison.baseline
+        )
+        delta = f"{comparison.regression_percent:+.1f}%" if comparison.regression_percent is not None else "-"
+    mark, kind = _metric_mark(metric)
+    return MetricCells(value, baseline, delta, mark, kind)
+
+
+def _metric_mark(metric: MetricSummary) -> tuple[str, MarkKind]:
+    if not metric.gate:
+        return "informational", "informational"
+    if metric.status == "fail":
+        return "✗ " + (metric.error or "failed"), "fail"
+    if metric.status == "error":
+        return "error: " + (metric.error or ""), "error"
+    if metric.status == "not_evaluated":
+        return "not evaluated" + (f": {metric.error}" if metric.error else ""), "not_evaluated"
+    return "ok", "ok"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a row failed or errored: where it is, the error, the CEL, which samples, an excerpt."""
+
+    row: RowResult
+    where: str
+    error: str | None
+    expression: str | None
+    failing_samples: tuple[int, ...]
+    sample_reason: str | None
+    excerpts: tuple[tuple[str, str], ...]  # (stream name, excerpt) of the first failing sample
+
+    @property
+    def first_sample(self) -> int | None:
+        return self.failing_samples[0] if self.failing_samples else None
+
+
+def failures(run: RunResult) -> list[Failure]:
+    """The failure details of every FAIL or ERR row, in row order."""
+    return [failure(row) for row in run.rows if row.status in ("FAIL", "ERR")]
+
+
+def failure(row: RowResult) -> Failure:
+    """The failure details of one row."""
+    bad = [s for s in row.samples if not s.passed]
+    expression = next((s.assertions.expression for s in bad if s.assertions and s.assertions.expression), None)
+    reason = None
+    excerpts: tuple[tuple[str, str], ...] = ()
+    if bad:
+        first = bad[0]
+        reason = first.error or (first.assertions.error if first.assertions else None)
+        if reason and reason in (row.error or ""):
+            reason = None  # already said by the row's error
+        streams = (("stdout", excerpt(first.stdout)), ("stderr", excerpt(first.stderr)))
+        excerpts = tuple((stream, text) for stream, text in streams if text)
+    return Failure(
+        row=row,
+        where=f"{row.file}:{row.line}",
+        error=row.error,
+        expression=expression,
+        failing_samples=tuple(s.index for s in bad),
+        sample_reason=reason,
+        excerpts=excerpts,
+    )
+
+
+def excerpt(text: str) -> str:
+    """The first few lines of an output, bounded."""
+    lines = text.strip().splitlines()[:_EXCERPT_LINES]
+    joined = "\n".join(lines)
+    return joined if len(joined) <= _EXCERPT_CHARS else joined[:_EXCERPT_CHARS] + "…"
+
+
+def suite_line(figures: SuiteFigures) -> str:
+    """One line of suite figures, or why they are withheld."""
+    k = figures.k if figures.k is not None else "k"
+    if figures.withheld:
+        return f"pass@{k} and pass^{k} {figures.withheld}"
+    return (
+        f"pass@{k} {fraction(figures.pass_at_k)} (rows {figures.rows_pass_at_k}/{figures.rows}), "
+        f"pass^{k} {fraction(figures.pass_hat_k)} (rows {figures.rows_pass_hat_k}/{figures.rows})"
+    )
+
+
+def suite_lines(run: RunResult) -> list[str]:
+    """The suite line, then one per group value (``PROPERTY=VALUE: ...``)."""
+    lines = []
+    figures = run.summary.stochastic
+    if figures is not None:
+        lines.append(f"suite: {suite_line(figures)}")
+    for prop, groups in (run.summary.groups or {}).items():
+        for value, group in groups.items():
+            lines.append(f"  {prop}={value}: {suite_line(group)}")
+    return lines
+
+
+def counts(run: RunResult) -> str:
+    """Rows by status and the number of samples."""
+    s = run.summary
+    return f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
+
+
+def comparison_verdict(run: RunResult) -> str | None:
+    """How the run compares with its baseline, when it was compared."""
+    comparison = run.comparison
+    if comparison is None or comparison.error is not None:
+        return None
+    return "regression against the baseline" if comparison.regressed else "no regression"
+
+
+def no_comparison_note(run: RunResult) -> str | None:
+    """Why a run with a baseline shows no comparison."""
+    if run.comparison is None and run.options.get("baseline") and run.status == "ERR":
+        return "no comparison with the baseline: the run itself errored"
+    return None
+
+
+def row_names(rows: Sequence[RowResult]) -> str:
+    """Row names for one line: ``'a', 'b'``."""
+    return ", ".join(f"'{row.name}'" for row in rows)

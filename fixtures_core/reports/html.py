@@ -1,0 +1,408 @@
+"""The HTML report of a run: one self-contained file that works offline.
+
+No script, no font, no request: inline CSS, static SVG plots
+(``reports.plots``) and ``<details>`` for the drill-down, so the file opens the
+same in any browser, from a CI artifact or an e-mail, years from now. It
+shows the verdict, the rows with pass@k/pass^k and flaky marks, a
+distribution plot per metric, pass@k per group, the comparison with a saved
+run, and each row's samples with the failing check and an output excerpt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from fixtures_core.analysis.baseline import Comparison
+from fixtures_core.analysis.passk import SuiteFigures
+from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports import describe, plots
+from fixtures_core.reports.reasons import assertion_expression, row_reason, sample_reason
+from fixtures_core.results import MetricSummary, RowResult, SampleResult
+
+_EXCERPT_LINES = 20
+_EXCERPT_CHARS = 1500
+_SAMPLES_WITH_OUTPUT = 3  # failing samples per row whose output excerpts are shown
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#212121;
+ margin:0 auto;max-width:1100px;padding:16px 24px 48px}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #e0e0e0}
+h3{font-size:15px;margin:18px 0 4px}
+table{border-collapse:collapse;margin:6px 0}th,td{padding:3px 10px;border-bottom:1px solid #eeeeee;
+ text-align:left;vertical-align:top}th{background:#fafafa}td.num,th.num{text-align:right;white-space:nowrap}
+table.rows td:first-child{white-space:nowrap}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;color:#fff;font-size:12px}
+.PASS{background:#2e7d32}.FAIL{background:#c62828}.ERR{background:#8e24aa}.SKIP{background:#9e9e9e}
+.verdict{font-size:20px;padding:3px 14px}.flaky{color:#ef6c00;font-weight:600}
+.muted{color:#757575}.gating{color:#c62828;font-weight:600}pre{background:#f5f5f5;padding:8px;
+ overflow-x:auto;white-space:pre-wrap;word-break:break-all;max-height:24em}
+details{margin:6px 0;border:1px solid #e0e0e0;border-radius:4px;padding:4px 10px}
+summary{cursor:pointer;font-weight:600}.legend span{margin-right:14px}
+.dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:4px}
+code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;display:block}
+"""
+
+
+def html(run: RunResult) -> str:
+    """The whole report of ``run`` as one HTML document."""
+    anchors = {row.id: f"row-{index}" for index, row in enumerate(run.rows)}
+    body = [
+        _header(run),
+        _rows_section(run, anchors),
+        _metrics_section(run, anchors),
+        _suite_section(run),
+        _comparison_section(run),
+        _samples_section(run, anchors),
+        '<p class="muted">Written by assay '
+        f"{escape(str(run.environment.get('assay_version', '')))}; one file, no script, no network.</p>",
+    ]
+    title = f"assay {run.verdict}: {run.run_id}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
+        + "\n".join(part for part in body if part)
+        + "\n</body></html>\n"
+    )
+
+
+# --- header ---------------------------------------------------------------------
+
+_SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
+
+
+def _header(run: RunResult) -> str:
+    s = run.summary
+    label = f" <span class='muted'>[{escape(run.label)}]</span>" if run.label else ""
+    counts = (
+        f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; "
+        f"{s.samples} samples in {s.rows} rows"
+    )
+    facts = [("started", run.started_at), ("finished", run.finished_at)]
+    env = run.environment
+    git = env.get("git")
+    if isinstance(git, dict) and git.get("commit"):
+        dirty = " (dirty)" if git.get("dirty") else ""
+        facts.append(("commit", f"{str(git['commit'])[:12]} {git.get('branch') or ''}{dirty}"))
+    facts += [(k, str(env[k])) for k in ("python", "platform") if k in env]
+    facts += [(f"--{k.replace('_', '-')}", _option(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
+    parts = [
+        f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
+        f'<p><span id="verdict" class="badge verdict {run.verdict}">{run.verdict}</span> {escape(counts)}'
+        f"{escape(_comparison_verdict(run.comparison))}</p>",
+    ]
+    if run.error:
+        parts.append(f'<p class="gating">error: {escape(run.error)}</p>')
+    parts.append('<p class="muted">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
+    return "\n".join(parts)
+
+
+def _option(value: object) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _comparison_verdict(comparison: Comparison | None) -> str:
+    if comparison is None or comparison.error is not None:
+        return ""
+    return "; regression against the baseline" if comparison.regressed else "; no regression against the baseline"
+
+
+# --- rows -----------------------------------------------------------------------
+
+
+def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
+    k = describe.k_label(run)
+    head = _tr(
+        ["row", "status", "passed", "pass rate (95% CI)", f"pass@{k}", f"pass^{k}", "median time", "why"],
+        header=True,
+        numeric={2, 3, 4, 5, 6},
+    )
+    lines = []
+    for row in run.rows:
+        link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
+        pass_at, pass_hat = _passk(row)
+        median = describe.duration(describe.median_duration_ms(row))
+        lines.append(
+            f'<tr class="row" data-row="{escape(row.name)}" data-status="{row.status}">'
+            f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{describe.passed_cell(row)}</td>"
+            f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
+            f"<td class='num'>{median}</td><td>{escape(row_reason(row) or '')}</td></tr>"
+        )
+    return f'<h2 id="rows">Rows</h2>\n<table class="rows">{head}\n' + "\n".join(lines) + "</table>"
+
+
+def _status(row: RowResult) -> str:
+    flaky = row.stochastic is not None and row.stochastic.row_class == "flaky"
+    mark = ' <span class="flaky" title="some samples passed, some failed">flaky</span>' if flaky else ""
+    return f'<span class="badge {row.status}">{row.status}</span>{mark}'
+
+
+def _rate(row: RowResult) -> str:
+    s = row.stochastic
+    if s is None or s.pass_rate is None:
+        return "-"
+    interval = s.pass_rate_interval
+    spread = f" ({interval[0]:.2f}–{interval[1]:.2f})" if interval else ""
+    return f"{s.pass_rate:.2f}{spread}"
+
+
+def _passk(row: RowResult) -> tuple[str, str]:
+    s = row.stochastic
+    if s is None:
+        return "-", "-"
+    if s.withheld:
+        title = escape(s.withheld)
+        withheld = f'<span class="muted" title="{title}">withheld</span>'
+        return withheld, withheld
+    return describe.fraction(s.pass_at_k), describe.fraction(s.pass_hat_k)
+
+
+# --- metrics --------------------------------------------------------------------
+
+
+def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
+    names = list(dict.fromkeys(name for row in run.rows for name in row.metrics))
+    if not names:
+        return ""
+    parts = ['<h2 id="metrics">Metrics</h2>', _legend()]
+    for name in names:
+        rows = [(row, row.metrics[name]) for row in run.rows if name in row.metrics]
+        first = rows[0][1]
+        lanes = [plots.lane(row, name, metric, anchors[row.id]) for row, metric in rows]
+        facts = [first.unit, first.aggregate, f"{first.direction} is better" if first.direction != "none" else ""]
+        facts.append("informational, never gates" if not first.gate else "")
+        off = plots.off_axis_limits(lanes)
+        note = (
+            f'<p class="muted">threshold {", ".join(f"{v:,.6g}" for v in off)} {escape(first.unit)} '
+            "is beyond the axis: no sample is near it</p>"
+            if off
+            else ""
+        )
+        parts.append(
+            f'<h3 class="metric">{escape(name)} <span class="muted">({escape(", ".join(f for f in facts if f))})'
+            f"</span></h3>\n{plots.strip_plot(name, first.unit, lanes)}\n{note}{_metric_table(rows)}"
+        )
+    return "\n".join(parts)
+
+
+def _legend() -> str:
+    dots = "".join(
+        f'<span><i class="dot" style="background:{plots.COLORS[k]}"></i>{label}</span>'
+        for k, label in (("pass", "sample passed"), ("fail", "sample failed"), ("error", "sample errored"))
+    )
+    return (
+        f'<p class="legend muted">{dots}<span>◇ aggregate</span>'
+        '<span style="color:#1565c0">┆ baseline row</span><span style="color:#c62828">▮ fails a threshold</span></p>'
+    )
+
+
+def _metric_table(rows: Sequence[tuple[RowResult, MetricSummary]]) -> str:
+    head = _tr(["row", "aggregate", "baseline row", "Δ%", "verdict"], header=True, numeric={1, 2, 3})
+    lines = []
+    for row, metric in rows:
+        value = "-" if metric.value is None else f"{metric.value:.4g} {metric.unit}"
+        comparison = metric.comparison
+        baseline = delta = ""
+        if comparison is not None:
+            known = comparison.baseline_value is not None
+            baseline = f"{comparison.baseline_value:.4g} ({comparison.baseline})" if known else comparison.baseline
+            percent = comparison.regression_percent
+            delta = "-" if percent is None else f"{percent:+.1f}%"
+        lines.append(_tr([row.name, value, baseline, delta, _metric_verdict(metric)], numeric={1, 2, 3}))
+    return '<table class="metric-values">' + head + "".join(lines) + "</table>"
+
+
+def _metric_verdict(metric: MetricSummary) -> str:
+    if not metric.gate:
+        return "informational"
+    if metric.status in ("fail", "error"):
+        return f"{'✗' if metric.status == 'fail' else 'error:'} {metric.error or ''}"
+    if metric.status == "not_evaluated":
+        return "not evaluated" + (f": {metric.error}" if metric.error else "")
+    return "ok"
+
+
+# --- suite figures --------------------------------------------------------------
+
+
+def _suite_section(run: RunResult) -> str:
+    figures = run.summary.stochastic
+    if figures is None:
+        return ""
+    k = describe.k_label(run)
+    head = _tr(
+        ["group", "rows", f"pass@{k}", "", f"rows meeting pass@{k}", f"pass^{k}", "", f"rows meeting pass^{k}"],
+        header=True,
+        numeric={1, 2, 4, 5, 7},
+    )
+    lines = [_suite_row("all rows", figures)]
+    for prop, groups in (run.summary.groups or {}).items():
+        lines += [_suite_row(f"{prop}={value}", group) for value, group in groups.items()]
+    return f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n<table class="suite">{head}' + "".join(lines) + "</table>"
+
+
+def _suite_row(name: str, figures: SuiteFigures) -> str:
+    if figures.withheld:
+        return (
+            f'<tr class="group"><td>{escape(name)}</td><td class="num">{figures.rows}</td>'
+            f'<td colspan="6" class="muted">withheld: {escape(figures.withheld)}</td></tr>'
+        )
+    return (
+        f'<tr class="group"><td>{escape(name)}</td><td class="num">{figures.rows}</td>'
+        f'<td class="num">{describe.fraction(figures.pass_at_k)}</td><td>{plots.bar(figures.pass_at_k)}</td>'
+        f'<td class="num">{figures.rows_pass_at_k}/{figures.rows}</td>'
+        f'<td class="num">{describe.fraction(figures.pass_hat_k)}</td><td>{plots.bar(figures.pass_hat_k)}</td>'
+        f'<td class="num">{figures.rows_pass_hat_k}/{figures.rows}</td></tr>'
+    )
+
+
+# --- comparison -----------------------------------------------------------------
+
+
+def _comparison_section(run: RunResult) -> str:
+    comparison = run.comparison
+    if comparison is None:
+        return ""
+    title = (
+        f'<h2 id="comparison">Comparison with {escape(comparison.baseline)}</h2>'
+        f'<p class="muted">tolerance {comparison.tolerance:.3f}; <b class="gating">!</b> a gating line that '
+        "regressed, · informational (never gates)</p>"
+    )
+    if comparison.error is not None:
+        return f'{title}<p class="gating">comparison failed: {escape(comparison.error)}</p>'
+    rates = [
+        [_mark(r.gating, r.regressed), r.name, _opt(r.baseline, ".3f"), _opt(r.current, ".3f"),
+         _opt(r.delta, "+.3f"), _opt(r.p_value, ".3f"), r.note or ""]
+        for r in comparison.rates
+    ]  # fmt: skip
+    metrics = [
+        [_mark(m.gating, m.regressed), f"{m.row}: {m.name} ({m.unit})", _opt(m.baseline, ".4g"),
+         _opt(m.current, ".4g"), _opt(m.delta_percent, "+.1f") + ("%" if m.delta_percent is not None else ""),
+         _opt(m.p_value, ".3f"), m.note or ""]
+        for m in comparison.metrics
+    ]  # fmt: skip
+    head = _tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric={2, 3, 4, 5})
+    table = '<table class="comparison">' + head + "".join(_tr(r, numeric={2, 3, 4, 5}) for r in rates + metrics)
+    table += "</table>"
+    changes = ""
+    if comparison.changes:
+        items = "".join(
+            f"<li>{_mark(c.gating, c.gating)} {escape(c.row)}: {c.before or 'absent'} → {c.after or 'absent'}</li>"
+            for c in comparison.changes
+        )
+        changes = f"<h3>Changed rows</h3><ul>{items}</ul>"
+    warnings = "".join(f'<p class="muted">warning: {escape(w)}</p>' for w in comparison.warnings)
+    return title + table + changes + warnings
+
+
+def _mark(gating: bool, regressed: bool) -> _Html:
+    if regressed:
+        return _Html('<b class="gating">!</b>')
+    return _Html("" if gating else '<span class="muted">·</span>')
+
+
+def _opt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+# --- samples --------------------------------------------------------------------
+
+
+def _samples_section(run: RunResult, anchors: dict[str, str]) -> str:
+    parts = ['<h2 id="samples">Rows and their samples</h2>']
+    for row in run.rows:
+        parts.append(_row_details(row, anchors[row.id]))
+    return "\n".join(parts)
+
+
+def _row_details(row: RowResult, anchor: str) -> str:
+    opened = " open" if row.status in ("FAIL", "ERR") else ""
+    where = f"{row.file}:{row.line}"
+    head = (
+        f'<details class="row-detail" id="{anchor}"{opened}><summary>{escape(row.name)} {_status(row)} '
+        f'<span class="muted">{describe.passed_cell(row)} passed · {escape(where)}</span></summary>'
+    )
+    body = []
+    reason = row_reason(row)
+    if reason and row.status != "PASS":
+        body.append(f"<p>{escape(reason)}</p>")
+    expression = assertion_expression(row)
+    if expression:
+        body.append(f"<p>CEL <code>{escape(expression)}</code></p>")
+    props = ", ".join(f"{k}={v}" for k, v in row.properties.items() if isinstance(v, (str, int, float)))
+    if props:
+        body.append(f'<p class="muted">{escape(props)}</p>')
+    if row.samples:
+        body.append(_samples_table(row))
+    for sample in [s for s in row.samples if not s.passed][:_SAMPLES_WITH_OUTPUT]:
+        body.append(_output(sample))
+    if row.evidence:
+        body.append(f"<p class=\"muted\">every sample's raw output: {escape(row.evidence)} in the run's folder</p>")
+    return head + "".join(body) + "</details>"
+
+
+def _samples_table(row: RowResult) -> str:
+    names = list(row.metrics) or list(dict.fromkeys(n for s in row.samples for n in s.metrics))
+    head = _tr(["#", "status", "time", "exit", *names, "check"], header=True, numeric=set(range(2, 4 + len(names))))
+    lines = []
+    for sample in row.samples:
+        values = []
+        for name in names:
+            value = sample.metrics.get(name)
+            values.append("-" if value is None or value.value is None else f"{value.value:.4g}")
+        check = "" if sample.passed else sample_reason(sample)
+        cells = [
+            str(sample.index),
+            sample.status,
+            describe.duration(sample.duration_ms),
+            _opt_int(sample.exit_code),
+            *values,
+        ]
+        lines.append(
+            f'<tr class="sample" data-status="{sample.status}">'
+            + "".join(f"<td{_num_class(i, names)}>{escape(c)}</td>" for i, c in enumerate(cells))
+            + f"<td>{escape(check)}</td></tr>"
+        )
+    return '<table class="samples">' + head + "".join(lines) + "</table>"
+
+
+def _num_class(index: int, names: Sequence[str]) -> str:
+    return ' class="num"' if 2 <= index < 4 + len(names) else ""
+
+
+def _output(sample: SampleResult) -> str:
+    blocks = []
+    for stream, text in (("stdout", sample.stdout), ("stderr", sample.stderr)):
+        shown = _excerpt(text)
+        if shown:
+            cut = " (excerpt)" if sample.excerpted or shown != text.strip() else ""
+            blocks.append(f"<p class='muted'>{stream} of sample {sample.index}{cut}</p><pre>{escape(shown)}</pre>")
+    return "".join(blocks)
+
+
+def _excerpt(text: str) -> str:
+    lines = text.strip().splitlines()[:_EXCERPT_LINES]
+    joined = "\n".join(lines)
+    return joined if len(joined) <= _EXCERPT_CHARS else joined[:_EXCERPT_CHARS] + "…"
+
+
+# --- small formats --------------------------------------------------------------
+
+
+class _Html(str):
+    """Text that is already HTML: table cells insert it as is (every other cell is escaped)."""
+
+
+def _tr(cells: Iterable[str], header: bool = False, numeric: set[int] | frozenset[int] = frozenset()) -> str:
+    tag = "th" if header else "td"
+    out = []
+    for index, cell in enumerate(cells):
+        css = ' class="num"' if index in numeric else ""
+        text = cell if isinstance(cell, _Html) else escape(cell)
+        out.append(f"<{tag}{css}>{text}</{tag}>")
+    return "<tr>" + "".join(out) + "</tr>"
+
+
+def _opt_int(value: int | None) -> str:
+    return "-" if value is None else str(value)

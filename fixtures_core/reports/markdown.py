@@ -1,0 +1,128 @@
+"""The Markdown report of a run: what the terminal report says, as Markdown.
+
+One renderer for every place that shows a run as Markdown (the Prefect
+artifact, the CI step summary, ``report.md``): the rows table, the metrics
+table with baselines, why each row failed (file:line, CEL, failing samples,
+output excerpts), suite pass@k figures, A/B ship gates, the comparison with a
+saved run, the verdict, and where the run document is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from fixtures_core.analysis.baseline import render_comparison
+from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports import describe, shipgate
+
+
+def render(run: RunResult, document: str | Path | None = None) -> str:
+    """The whole report of ``run`` as Markdown; ``document`` is the run document's path, when known."""
+    label = f" [{run.label}]" if run.label else ""
+    lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict}**", ""]
+    lines += rows_table(run)
+    metrics = metrics_table(run)
+    if metrics:
+        lines += ["", "## Metrics", "", *metrics]
+    found = describe.failures(run)
+    if found:
+        lines += ["", "## Failures"]
+        for failure in found:
+            lines += ["", *failure_section(failure)]
+    suite = describe.suite_lines(run)
+    if suite:
+        lines += ["", "## Suite", "", *(f"- {line.strip()}" for line in suite)]
+    for outcome in run.suites:
+        lines += ["", *shipgate.suite_markdown(outcome)]
+    if run.comparison is not None:
+        lines += ["", "## Comparison with the baseline", "", *_fenced(render_comparison(run.comparison))]
+    note = describe.no_comparison_note(run)
+    if note:
+        lines += ["", note]
+    lines += ["", verdict_line(run)]
+    if run.error:
+        lines += ["", f"error: {_escape(run.error)}"]
+    if document is not None:
+        lines += ["", f"Run document: {_code(str(document))}"]
+    return "\n".join(lines) + "\n"
+
+
+def rows_table(run: RunResult) -> list[str]:
+    """One line per row: status (with the flaky label), samples passed, median time, pass@k, pass^k."""
+    k = describe.k_label(run)
+    lines = [_row("row", "status", "passed", "median", f"pass@{k}", f"pass^{k}"), "|---|---|---:|---:|---:|---:|"]
+    for row in run.rows:
+        median = describe.duration(describe.median_duration_ms(row))
+        status = _escape(describe.status_label(row))
+        if row.status in ("FAIL", "ERR"):
+            status = f"**{status}**"
+        lines.append(_row(_escape(row.name), status, describe.passed_cell(row), median, *describe.passk_cells(row)))
+    return lines
+
+
+def metrics_table(run: RunResult) -> list[str]:
+    """One line per row and metric: aggregate, baseline row value, signed regression, verdict; [] without metrics."""
+    if not any(r.metrics for r in run.rows):
+        return []
+    lines = [_row("row", "metric", "value", "baseline", "Δ%", ""), "|---|---|---:|---:|---:|---|"]
+    for row in run.rows:
+        for name, metric in row.metrics.items():
+            cells = describe.metric_cells(metric)
+            texts = (row.name, f"{name} ({metric.aggregate})", cells.value, cells.baseline, cells.delta, cells.mark)
+            lines.append(_row(*map(_escape, texts)))
+    return lines
+
+
+def failure_section(failure: describe.Failure) -> list[str]:
+    """Why one row failed: a heading with file:line, then the reasons and an output excerpt."""
+    row = failure.row
+    lines = [f"### {row.status} {_escape(row.name)} ({_code(failure.where)})", ""]
+    if failure.error:
+        lines.append(f"- {_escape(failure.error)}")
+    if failure.expression:
+        lines.append(f"- CEL: {_code(failure.expression)}")
+    if failure.failing_samples:
+        lines.append(f"- failing samples: {', '.join(map(str, failure.failing_samples))}")
+    if failure.sample_reason:
+        lines.append(f"- sample {failure.first_sample}: {_escape(failure.sample_reason)}")
+    for stream, text in failure.excerpts:
+        lines += ["", f"{stream} of sample {failure.first_sample}:", "", *_fenced(text.splitlines())]
+    return lines
+
+
+def verdict_line(run: RunResult) -> str:
+    """The run's verdict, row counts and, when compared, whether it regressed."""
+    compared = describe.comparison_verdict(run)
+    return f"**{run.verdict}** {describe.counts(run)}" + (f"; {compared}" if compared else "")
+
+
+def _row(*cells: str) -> str:
+    """A table line of Markdown cells (a pipe inside a cell, even in code, must be escaped)."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def _escape(text: str) -> str:
+    """One line of text that Markdown shows as written (no stray emphasis, links or HTML)."""
+    flat = " ".join(text.split())
+    for char in "\\`*_[]<>":
+        flat = flat.replace(char, "\\" + char)
+    return flat
+
+
+def _code(text: str) -> str:
+    """Inline code that survives backticks in ``text`` (CommonMark: a longer fence)."""
+    flat = " ".join(text.split())
+    fence = "`"
+    while fence in flat:
+        fence += "`"
+    padded = f" {flat} " if flat.startswith("`") or flat.endswith("`") else flat
+    return f"{fence}{padded}{fence}"
+
+
+def _fenced(lines: Sequence[str]) -> list[str]:
+    """A fenced code block that no line of ``lines`` can close early."""
+    fence = "```"
+    while any(line.lstrip().startswith(fence) for line in lines):
+        fence += "`"
+    return [fence, *lines, fence]

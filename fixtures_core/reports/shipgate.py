@@ -1,0 +1,187 @@
+"""The ship-gate report of an A/B suite: the table of cases, suite averages, gates, the verdict.
+
+The same lines go to the terminal and, as Markdown, to ``report.md`` under the run.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
+
+_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta"}
+_GATE_MARK = {"pass": "ok", "fail": "FAILED", "error": "ERROR", "not_evaluated": "-"}
+
+
+def points(value: float | None, sign: bool = False) -> str:
+    """A score or margin as people read it: ``95``, ``89.5``, ``+7``, ``-1.5``; ``-`` when absent."""
+    if value is None:
+        return "-"
+    text = f"{value:+.1f}" if sign else f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def judge_line(suite: SuiteOutcome) -> str:
+    """Who judged, how blind, and what the judge said it was."""
+    if suite.dry_run:
+        return "Dry run: workspaces prepared, setup and verification ran; no arm ran, nothing was judged."
+    judge = suite.judge
+    if judge is None:
+        return "Judge: none (no scores, no margins)"
+    how = f"blind (seed {judge.seed})" if judge.blind else f"not blind (seed {judge.seed})"
+    if judge.swap:
+        how += ", both orders"
+    command = judge.command[2] if judge.command[:2] == ("bash", "-c") else shlex.join(judge.command)
+    line = f"Judge: {command}; {how}"
+    if judge.provenance:
+        line += f"; provenance: {', '.join(judge.provenance)}"
+    return line
+
+
+def case_table(suite: SuiteOutcome) -> list[list[str]]:
+    """Header and one line per case: Fixture, one column per arm, Margin, Verdict."""
+    rows = [["Fixture", *suite.arms, "Margin", "Verdict"]]
+    for case in suite.cases:
+        cells = [_arm_cell(case, arm, suite.dry_run) for arm in suite.arms]
+        rows.append([case.name, *cells, points(case.margin, sign=True), case.verdict])
+    return rows
+
+
+def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool) -> str:
+    """An arm's score; in a dry run, the share of verification commands that passed before any change."""
+    outcome = case.arms.get(arm)
+    if outcome is None:
+        return "-"
+    if dry_run:
+        return "-" if outcome.verify_score is None else f"verify {outcome.verify_score:.0%}"
+    return points(outcome.score)
+
+
+def summary_lines(suite: SuiteOutcome) -> list[str]:
+    """Suite averages, hard-floor violations, regression vs shipped: one ``label: value`` per line."""
+    pairs = [(f"Suite average {arm} score:", points(suite.averages.get(arm))) for arm in suite.arms]
+    if suite.compare is not None:
+        pairs.append(("Suite average margin:", points(suite.margin, sign=True)))
+    pairs.append(("Hard-floor violations:", str(suite.hard_floor_violations)))
+    pairs.append(("Regression vs shipped:", regression_text(suite)))
+    width = max(len(label) for label, _value in pairs)
+    return [f"{label.ljust(width)} {value}" for label, value in pairs]
+
+
+def regression_text(suite: SuiteOutcome) -> str:
+    """The margin against the saved run's, and the case that lost most; ``n/a (first run)`` without one."""
+    if suite.baseline is None:
+        return "n/a (first run)"
+    if suite.margin is None or suite.baseline_margin is None:
+        return f"n/a (no margin to compare with {suite.baseline})"
+    text = f"suite margin {points(suite.margin, sign=True)} vs {points(suite.baseline_margin, sign=True)} "
+    text += f"({points(suite.margin - suite.baseline_margin, sign=True)})"
+    drops = [
+        (case.margin - case.baseline_margin, case.name)
+        for case in suite.cases
+        if case.margin is not None and case.baseline_margin is not None
+    ]
+    if drops and min(drops)[0] < 0:
+        worst_drop, name = min(drops)
+        text += f"; largest drop: {name} {points(worst_drop, sign=True)}"
+    return text
+
+
+def gate_lines(gates: Sequence[GateResult]) -> list[str]:
+    """One line per gate: its outcome, severity and name (and why it could not be evaluated)."""
+    lines = []
+    for gate in gates:
+        line = f"  {_GATE_MARK[gate.status]:<6} {gate.severity:<4} {gate.name}"
+        if gate.status == "error" and gate.error:
+            line += f": {gate.error}"
+        lines.append(line)
+    return lines
+
+
+def problem_lines(suite: SuiteOutcome) -> list[str]:
+    """Errors of cases, then warnings."""
+    lines = [f"ERR {case.name}: {case.error}" for case in suite.cases if case.status == "ERR" and case.error]
+    lines += [f"WARNING: {warning}" for warning in suite.warnings]
+    failed = [o.row for case in suite.cases if case.status != "ERR" for o in case.arms.values() if o.status == "FAIL"]
+    if failed:
+        lines.append(
+            f"Arm rows that failed their own checks (evidence for the gates, not the verdict): {', '.join(failed)}"
+        )
+    return lines
+
+
+def text_lines(suite: SuiteOutcome) -> list[str]:
+    """The whole plain-text ship-gate report of one suite (without its verdict line)."""
+    lines = [f"A/B suite {suite.file}", judge_line(suite), ""]
+    table = _aligned(case_table(suite))
+    lines += [*table, "-" * max(len(line) for line in table)]
+    if suite.dry_run:
+        lines.append("Dry run: nothing was scored; gates were not evaluated.")
+    else:
+        lines += summary_lines(suite)
+    if suite.gates:
+        lines += ["Gates:", *gate_lines(suite.gates)]
+    return lines + problem_lines(suite)
+
+
+def verdict_text(suite: SuiteOutcome) -> str:
+    return f"SHIP-GATE VERDICT: {'DRY RUN ' if suite.dry_run else ''}{suite.verdict}"
+
+
+def render(suite: SuiteOutcome, console: Console) -> None:
+    """Print one suite's ship-gate report."""
+    console.print()
+    for line in text_lines(suite):
+        style = "yellow" if line.startswith("WARNING") else "magenta" if line.startswith("ERR ") else ""
+        console.print(Text(line, style=style), soft_wrap=True)
+    console.print(Text(verdict_text(suite), style=_STYLE[suite.verdict] + " bold"))
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """The first column left-aligned, numbers right-aligned, the verdict left-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1], strict=True)]
+        cells.append(row[-1])
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+# --- Markdown (report.md, the step summary, the Prefect artifact) ---------------------
+
+
+def suite_markdown(suite: SuiteOutcome) -> list[str]:
+    """One suite's ship-gate report as Markdown lines (``markdown.render`` puts it in every summary)."""
+    table = case_table(suite)
+    lines = [f"## A/B suite `{suite.file}`", "", _escape(judge_line(suite)), ""]
+    lines.append("| " + " | ".join(table[0]) + " |")
+    lines.append("|---|" + "---:|" * (len(table[0]) - 2) + "---|")
+    lines += ["| " + " | ".join(_escape(cell) for cell in row) + " |" for row in table[1:]]
+    lines.append("")
+    if not suite.dry_run:
+        lines += [f"- {_escape(line)}" for line in summary_lines(suite)]
+        lines.append("")
+    if suite.gates:
+        lines += ["| gate | severity | outcome |", "|---|---|---|"]
+        lines += [f"| {_escape(g.name)} | {g.severity} | {_gate_cell(g)} |" for g in suite.gates]
+        lines.append("")
+    problems = problem_lines(suite)
+    if problems:
+        lines += [f"- {_escape(line)}" for line in problems] + [""]
+    lines.append(f"**{verdict_text(suite)}**")
+    return lines
+
+
+def _gate_cell(gate: GateResult) -> str:
+    text = _GATE_MARK[gate.status]
+    return _escape(f"{text}: {gate.error}") if gate.error and gate.status == "error" else text
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")

@@ -1,0 +1,97 @@
+"""The parameters of the ``assay-matrix`` flow: what a deployment, a schedule or the UI's custom-run form may set.
+
+Strict on purpose: ``repeat: "2"`` is an error, not a silent conversion, and
+an unknown key (``run_id``, ``engine``) is an error, not ignored. assay picks
+the run id itself (a custom run can never overwrite another run's document
+or write outside the state folder), and a flow run always runs on Prefect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from fixtures_core.errors import AssayError
+from fixtures_core.runner import RunOptions
+
+Text = Annotated[str, StringConstraints(min_length=1)]
+
+
+class ParameterError(AssayError):
+    """Flow-run parameters that do not fit ``MatrixParameters``; one line naming each bad field."""
+
+
+class MatrixParameters(BaseModel):
+    """The parameters of one ``assay-matrix`` flow run."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="assay matrix")
+
+    paths: list[Text] = Field(
+        min_length=1,
+        description="Fixture files or folders of them, relative to the flow run's working directory.",
+    )
+    out: Text = Field(".assay", description="State folder: runs, evidence and blessed baselines.")
+    repeat: int | None = Field(None, ge=1, description="Samples per row for every row (overrides the fixtures).")
+    k: int | None = Field(None, ge=1, description="k of pass@k and pass^k (default: each row's number of samples).")
+    group_by: list[Text] = Field(
+        default_factory=list, description="Suite pass@k figures per value of these row properties."
+    )
+    filter: Text | None = Field(
+        None, description="Only rows whose name matches this glob (the baseline rows they compare with are kept)."
+    )
+    parallel: int = Field(4, ge=1, description="Rows that run at once.")
+    label: Text | None = Field(
+        None, description="A label stored with the run; also a tag and part of the flow run's name."
+    )
+    baseline: Text | None = Field(
+        None, description="A saved run to gate against: a run file, a run id or a blessed name (e.g. shipped)."
+    )
+    tolerance: float = Field(
+        0.0, ge=0, le=1, description="Allowed drop of suite rates, 0 to 1; a row going pass -> fail always gates."
+    )
+    tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run and its tasks.")
+
+    @classmethod
+    def parse(cls, value: MatrixParameters | Mapping[str, Any]) -> MatrixParameters:
+        """Validate a deployment's JSON parameters; ParameterError names every bad field on one line."""
+        if isinstance(value, MatrixParameters):
+            return value
+        try:
+            return cls.model_validate(dict(value))
+        except ValidationError as exc:
+            raise ParameterError(f"invalid flow parameters: {describe_errors(exc)}") from None
+
+    @classmethod
+    def from_options(cls, options: RunOptions, tags: tuple[str, ...] = ()) -> MatrixParameters:
+        """The parameters that describe a command-line run (what the UI shows for it)."""
+        return cls(
+            paths=list(options.paths), out=options.out, repeat=options.repeat, k=options.k,
+            group_by=list(options.group_by), filter=options.filter, parallel=options.parallel, label=options.label,
+            baseline=options.baseline, tolerance=options.tolerance, tags=list(tags),
+        )  # fmt: skip
+
+    def to_options(self) -> RunOptions:
+        """The run options of a flow run (always the Prefect engine)."""
+        return RunOptions(
+            paths=tuple(self.paths), out=self.out, filter=self.filter, repeat=self.repeat, k=self.k,
+            group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
+            baseline=self.baseline, tolerance=self.tolerance,
+        )  # fmt: skip
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """``field: what is wrong (got VALUE)`` for every error, joined on one line."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "parameters"
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(MatrixParameters.model_fields)
+            parts.append(f"{where}: not a parameter of assay-matrix (known: {known})")
+        elif error["type"] == "missing":
+            parts.append(f"{where}: required")
+        else:
+            shown = repr(error["input"])
+            parts.append(f"{where}: {error['msg']} (got {shown if len(shown) <= 60 else shown[:60] + '…'})")
+    return "; ".join(parts)

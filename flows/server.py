@@ -1,0 +1,353 @@
+"""Which Prefect API a run talks to, and the local server assay starts for ad-hoc runs.
+
+In order:
+
+1. ``PREFECT_API_URL``, when set (in the environment, the active Prefect
+   profile, ``prefect.toml`` ...: wherever Prefect reads it), always wins:
+   assay checks that it answers and never starts or stops anything.
+2. ``ASSAY_PREFECT_SERVER=temporary``: Prefect's own temporary server for
+   this run only (8-14 s per run; it keeps little history). Its start-up
+   wait is raised to what a first start needs (database migrations).
+3. Otherwise (the default): Prefect's background server of this Prefect home
+   (``prefect server start --background``, its PID file in ``PREFECT_HOME``),
+   started on first use and reused by every later run; ``assay server
+   stop`` stops it. It listens on 127.0.0.1, port 4200 (or
+   ``ASSAY_PREFECT_PORT``) when free, else a free port.
+
+A server is only used when it proves to be the one this Prefect home
+started: its PID file names a live Prefect server process, and the server
+answering on that process's port reports this Prefect home. A port taken by
+someone else's server is never talked to by accident.
+
+Starting, finding and stopping the local server needs only the standard
+library (``assay server status`` stays fast); only reading Prefect's own
+settings imports Prefect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fixtures_core.errors import AssayError
+
+PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
+DEFAULT_PORT = 4200  # Prefect's default, where its docs send people's browsers
+HOST = "127.0.0.1"
+STARTUP_TIMEOUT_S = 180.0  # a first start runs the migrations: ~25 s idle, 45 s+ busy on 2 cores
+STOP_TIMEOUT_S = 20.0
+TEMPORARY = "temporary"
+MODE_VARIABLE = "ASSAY_PREFECT_SERVER"
+PORT_VARIABLE = "ASSAY_PREFECT_PORT"
+REFUSED_WAIT_S = 3.0  # nothing listens at a configured URL: say so soon
+BUSY_WAIT_S = 30.0  # it answers 503 or times out: a busy or starting server gets longer
+
+Say = Callable[[str], None]
+
+
+class ServerError(AssayError):
+    """The Prefect API cannot be reached or the local server cannot be started; says what to do."""
+
+
+def _silent(message: str) -> None:
+    """The default ``say``: nothing."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The Prefect API a run uses: its URL (None: a temporary server) and its UI, when one stays up."""
+
+    api_url: str | None
+    ui_url: str | None = None
+    source: str = "configured"  # configured (PREFECT_API_URL) | local (this home's server) | temporary
+
+    @property
+    def temporary(self) -> bool:
+        return self.source == TEMPORARY
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """Prefect's background server of one Prefect home, as its PID file and process show it."""
+
+    pid: int
+    host: str
+    port: int
+    home: Path
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.ui_url}/api"
+
+
+def prefect_home() -> Path:
+    """The Prefect home of this process (``PREFECT_HOME``, Prefect's default ``~/.prefect``)."""
+    return Path(os.path.expanduser(os.environ.get("PREFECT_HOME") or "~/.prefect")).resolve()
+
+
+def resolve_backend(say: Say = _silent) -> Backend:
+    """The API an ad-hoc run uses (see the module docstring); starts the local server if needed."""
+    configured = configured_api_url()
+    if configured:
+        wait_for_api(configured, what="PREFECT_API_URL")
+        return Backend(configured.rstrip("/"), configured.rstrip("/").removesuffix("/api"), "configured")
+    mode = os.environ.get(MODE_VARIABLE, "").strip().lower()
+    if mode == TEMPORARY:
+        return Backend(None, None, TEMPORARY)
+    if mode not in ("", "local"):
+        raise ServerError(f"{MODE_VARIABLE}={mode!r}: use 'local' (the default) or '{TEMPORARY}'")
+    server = ensure_started(prefect_home(), say=say)
+    return Backend(server.api_url, server.ui_url, "local")
+
+
+def configured_api_url() -> str | None:
+    """PREFECT_API_URL as Prefect resolves it (environment, active profile, prefect.toml, ...), or None."""
+    from flows.prefect_env import quiet_prefect
+
+    quiet_prefect()  # before Prefect's first import
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    return str(url) if url else None
+
+
+def find(home: Path) -> LocalServer | None:
+    """This home's background server when its PID file names a live Prefect server process."""
+    try:
+        pid = int((home / PID_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    address = _server_address(pid)
+    return LocalServer(pid, *address, home) if address else None
+
+
+def _server_address(pid: int) -> tuple[str, int] | None:
+    """(host, port) of a live Prefect server process (uvicorn serving Prefect's app), else None."""
+    found = _process(pid)
+    if found is None:
+        return None
+    argv, state = found
+    if state.startswith(("Z", "X")) or "prefect.server.api.server:create_app" not in argv:
+        return None
+    try:
+        host = argv[argv.index("--host") + 1]
+        port = int(argv[argv.index("--port") + 1])
+    except (ValueError, IndexError):
+        return None
+    return host, port
+
+
+def _process(pid: int) -> tuple[list[str], str] | None:
+    """(argv, state letter) of a process: from /proc on Linux, else from ``ps``; None when it is gone."""
+    if Path("/proc/self").exists():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            return argv, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return None
+    shown = subprocess.run(["ps", "-o", "stat=", "-o", "args=", "-p", str(pid)], capture_output=True, text=True)
+    fields = shown.stdout.split()
+    return (fields[1:], fields[0]) if shown.returncode == 0 and fields else None
+
+
+def serves_home(server: LocalServer, timeout: float = 2.0) -> bool:
+    """True when the server answering on ``server``'s port is healthy and reports ``server.home``."""
+    try:
+        settings = _get_json(f"{server.api_url}/admin/settings", timeout)
+    except (OSError, ValueError):
+        return False
+    home = settings.get("home") if isinstance(settings, dict) else None
+    return isinstance(home, str) and Path(home).expanduser().resolve() == server.home
+
+
+def ensure_started(home: Path, port: int | None = None, say: Say = _silent) -> LocalServer:
+    """This home's background server, started (Prefect's ``server start --background``) if none runs."""
+    server = find(home)
+    if server is None:
+        _remove_stale_pid_file(home)
+        server = _start(home, port, say)
+    return _wait_ready(server, say)
+
+
+def preferred_port() -> int:
+    """The port a new local server tries first: ``ASSAY_PREFECT_PORT``, else Prefect's 4200."""
+    value = os.environ.get(PORT_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_PORT
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ServerError(f"{PORT_VARIABLE}={value!r} is not a port number (1-65535)")
+    return int(value)
+
+
+def _start(home: Path, port: int | None, say: Say) -> LocalServer:
+    preferred = preferred_port()
+    chosen = port or (preferred if port_is_free(preferred) else free_port())
+    first = not (home / "prefect.db").exists()
+    say(
+        f"starting a local Prefect server on {HOST}:{chosen} (home {home})"
+        + (": a first start creates its database, a minute or more on a busy machine" if first else "")
+    )
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_API_HOST=HOST,
+        PREFECT_SERVER_API_PORT=str(chosen),  # the UI calls the API on this port (else on 4200)
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_LOGGING_LEVEL="WARNING",
+        DO_NOT_TRACK="1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "prefect", "server", "start", "--background", "--host", HOST, "--port", str(chosen)],
+        env=env,
+        cwd=home,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        start_new_session=True,  # the server outlives this run and never gets its terminal's Ctrl-C
+        timeout=120,
+    )
+    server = find(home)
+    if server is not None:  # ours, or one a concurrent run started a moment ago
+        return server
+    reason = " ".join((done.stderr or done.stdout).split())[-300:] or f"exit code {done.returncode}"
+    raise ServerError(f"could not start a local Prefect server on {HOST}:{chosen}: {reason}")
+
+
+def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_S) -> LocalServer:
+    started = time.monotonic()
+    deadline = started + timeout
+    said = False
+    while time.monotonic() < deadline:
+        if serves_home(server):
+            return server
+        if _server_address(server.pid) is None:
+            raise ServerError(
+                f"the local Prefect server (pid {server.pid}, port {server.port}) exited while starting: "
+                f"run `prefect server start --port {server.port}` with PREFECT_HOME={server.home} to see why"
+            )
+        if not said and time.monotonic() > started + 5:
+            say(f"waiting for the local Prefect server on port {server.port} (pid {server.pid}) to answer")
+            said = True
+        time.sleep(0.25)
+    raise ServerError(
+        f"the local Prefect server (pid {server.pid}) did not answer on {server.api_url} within {timeout:.0f} s "
+        f"(a busy machine?): try again, or `assay server stop` and retry"
+    )
+
+
+def stop(home: Path, timeout: float = STOP_TIMEOUT_S) -> LocalServer | None:
+    """Stop this home's background server (Prefect's ``server stop``) and wait until it is gone."""
+    server = find(home)
+    if server is None:
+        _remove_stale_pid_file(home)
+        return None
+    env = dict(os.environ, PREFECT_HOME=str(home))
+    subprocess.run(
+        [sys.executable, "-m", "prefect", "server", "stop"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+    deadline = time.monotonic() + timeout
+    while _server_address(server.pid) is not None:
+        if time.monotonic() > deadline:
+            os.kill(server.pid, signal.SIGKILL)
+            deadline = time.monotonic() + timeout
+        time.sleep(0.1)
+    _remove_stale_pid_file(home)
+    return server
+
+
+def _remove_stale_pid_file(home: Path) -> None:
+    """Remove a PID file that names no live Prefect server (else Prefect refuses to start one)."""
+    if find(home) is None:
+        (home / PID_FILE).unlink(missing_ok=True)
+
+
+def status(home: Path) -> str:
+    """One line: is this home's background server running, where, and does it answer."""
+    server = find(home)
+    if server is None:
+        return f"no local Prefect server for {home} (`assay server start` starts one)"
+    answer = "answering" if serves_home(server) else "not answering (starting, or busy)"
+    return f"local Prefect server running: pid {server.pid}, {server.api_url}, UI {server.ui_url}, {answer}"
+
+
+def wait_for_api(url: str, what: str) -> None:
+    """Wait (bounded) until a configured Prefect API answers its health check; ServerError if it never does.
+
+    A refused connection (nothing listens there) is retried for a few seconds;
+    a server that answers 503 or times out (busy, or still starting) gets
+    longer. The error says what to do.
+    """
+    started = time.monotonic()
+    while True:
+        try:
+            _get_json(f"{url.rstrip('/')}/health", timeout=5.0)
+            return
+        except (OSError, ValueError) as exc:
+            refused = isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, ConnectionRefusedError)
+            if time.monotonic() - started >= (REFUSED_WAIT_S if refused else BUSY_WAIT_S):
+                reason = _reason(exc)
+                raise ServerError(
+                    f"cannot reach the Prefect API at {url} ({what}): {reason}; start that server, or unset "
+                    "PREFECT_API_URL (`prefect config unset PREFECT_API_URL` if a profile sets it) "
+                    "to use the local server"
+                ) from None
+            time.sleep(0.5)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code}"
+    if isinstance(exc, urllib.error.URLError):
+        return str(exc.reason)
+    return str(exc) or type(exc).__name__
+
+
+def _get_json(url: str, timeout: float) -> object:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - a loopback or configured URL
+        return json.loads(response.read() or b"null")
+
+
+def port_is_free(port: int, host: str = HOST) -> bool:
+    """True when nothing listens on ``host:port`` (binding it succeeds)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = HOST) -> int:
+    """A port the kernel says is free now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def url_answers(url: str, timeout: float = 1.0) -> bool:
+    """True when ``url`` answers HTTP 2xx/3xx (a UI worth linking to)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):  # noqa: S310 - the run's own Prefect UI
+            return True
+    except (OSError, ValueError):
+        return False

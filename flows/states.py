@@ -1,0 +1,150 @@
+"""What the Prefect UI shows of samples, rows and runs: honest states and concise log lines.
+
+Prefect marks a task Completed whenever it returns normally, whatever its
+value says. So every assay task returns a state built here: a passing sample
+or row is Completed; a failing one is Failed with its reason (the failing
+expectation or CEL, the exit code); a row whose time budget ran out is
+TimedOut; an errored one is Failed with the error; the flow run is Failed
+with the verdict and the failing rows for every FAIL or ERR verdict. Tasks
+return states instead of raising, so a failing sample never stops its row.
+
+The domain result rides along as the state's data, wrapped in an
+``Outcome``: Prefect logs the state of every failed task, and a bare result
+would put a whole sample's stdout into that line; and where Prefect turns a
+Failed state into an exception (a deployment's flow run process does), an
+Outcome is one, saying the state's message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from prefect.client.schemas.objects import State
+from prefect.states import Completed, Failed
+
+from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports import describe, reasons
+from fixtures_core.results import RowResult, SampleResult
+
+T = TypeVar("T")
+_MESSAGE_CHARS = 400
+
+
+class Outcome(Exception, Generic[T]):
+    """A result handed back through a Prefect state: a short repr for Prefect's log lines, and an
+    exception for Prefect to raise when the state is Failed."""
+
+    def __init__(self, value: T, message: str) -> None:
+        super().__init__(message)
+        self.value = value
+
+    def __repr__(self) -> str:
+        status = getattr(self.value, "status", "")
+        return f"<{type(self.value).__name__} {status}>".replace(" >", ">")
+
+
+def carried(state: State[Any], kind: type[T]) -> T:
+    """The result a task or flow handed back in ``state``; re-raises what the run raised instead."""
+    data = state.data  # as the task returned it (results are not persisted); reading it costs no event loop
+    if not isinstance(data, Outcome):
+        data = state.result(raise_on_failure=False)
+    if isinstance(data, Outcome) and isinstance(data.value, kind):
+        return data.value
+    if isinstance(data, BaseException):
+        raise data
+    raise TypeError(f"expected a {kind.__name__} in state {state.name!r}, got {type(data).__name__}")
+
+
+def _state(passed: bool, timed_out: bool, message: str, value: object) -> State[Any]:
+    outcome = Outcome(value, message)
+    if passed:
+        return Completed(message=message, data=outcome)
+    if timed_out:
+        return Failed(name="TimedOut", message=message, data=outcome)
+    return Failed(message=message, data=outcome)
+
+
+def ran_out_of_time(error: str | None) -> bool:
+    """True for the errors of a sample or row whose time budget ran out."""
+    return error is not None and "budget" in error and "ran out" in error
+
+
+def sample_state(sample: SampleResult) -> State[Any]:
+    """Completed, Failed with the reason, or TimedOut when the row's budget ran out during it."""
+    message = "PASS" if sample.passed else f"{sample.status}: {sample_reason(sample)}"
+    return _state(sample.passed, ran_out_of_time(sample.error), _bounded(message), sample)
+
+
+def sample_reason(sample: SampleResult) -> str:
+    """Why a sample did not pass (the reports' words), with the false CEL itself and the exit code."""
+    reason = reasons.sample_reason(sample)
+    assertion = sample.assertions
+    if reason == reasons.CEL_FALSE and assertion is not None and assertion.expression:
+        reason += f": {assertion.expression}"
+    if sample.exit_code is not None and "exit code" not in reason:
+        reason += f" (exit code {sample.exit_code})"
+    return reason
+
+
+def sample_log(row_name: str, sample: SampleResult) -> str:
+    """A failing sample's log line: which one, why, and the first lines of its stderr (bounded)."""
+    line = f"sample {sample.index} of '{row_name}' {sample.status}: {_bounded(sample_reason(sample))}"
+    stderr = describe.excerpt(sample.stderr)
+    if stderr:
+        line += "\nstderr:\n" + "\n".join("  " + text for text in stderr.splitlines())
+    return line
+
+
+def row_state(row: RowResult) -> State[Any]:
+    """Completed for PASS and SKIP; TimedOut when the budget ran out; otherwise Failed with the reason."""
+    return _state(row.status in ("PASS", "SKIP"), ran_out_of_time(row.error), row_message(row), row)
+
+
+def row_message(row: RowResult) -> str:
+    """``STATUS: passed/planned samples passed; why``, bounded."""
+    if row.status == "SKIP":
+        return "SKIP"
+    message = f"{describe.status_label(row)}: {describe.passed_cell(row)} samples passed"
+    reasons = [row.error] if row.error else []
+    failing = [sample for sample in row.samples if sample.status == "FAIL"]
+    if failing:
+        indices = ", ".join(str(sample.index) for sample in failing)
+        false_cel = [s.assertions for s in failing if s.assertions is not None and s.assertions.status == "fail"]
+        if false_cel and false_cel[0].expression:
+            reasons.append(f"CEL {false_cel[0].expression} false on samples {indices}")
+        else:
+            reasons.append(f"samples {indices} failed; sample {failing[0].index}: {sample_reason(failing[0])}")
+    message += "".join(f"; {reason}" for reason in reasons)
+    return _bounded(message)
+
+
+def row_log(row: RowResult) -> str:
+    """A row's log line once its samples are done and it is final (with the rows it compares with)."""
+    return f"row '{row.name}' ({row.file}:{row.line}): {row_message(row)}"
+
+
+def flow_state(run: RunResult) -> State[Any]:
+    """Completed for PASS; Failed naming the verdict and the failing rows for FAIL and ERR."""
+    return _state(run.verdict == "PASS", False, verdict_message(run), run)
+
+
+def verdict_message(run: RunResult) -> str:
+    """``assay verdict FAIL (run ID): failing rows 'a', 'b'``, and the run's error."""
+    parts = [f"assay verdict {run.verdict} (run {run.run_id})"]
+    errored = [row for row in run.rows if row.status == "ERR"]
+    failed = [row for row in run.rows if row.status == "FAIL"]
+    if errored:
+        parts.append(f"errored rows {describe.row_names(errored)}")
+    if failed:
+        parts.append(f"failing rows {describe.row_names(failed)}")
+    if run.comparison is not None and run.comparison.regressed:
+        parts.append(f"regression against the baseline {run.comparison.baseline}")
+    if run.error:
+        parts.append(f"error: {run.error}")
+    if run.verdict == "PASS":
+        parts.append(describe.counts(run))
+    return _bounded(": ".join(parts[:2]) + "".join(f"; {p}" for p in parts[2:]), 1000)
+
+
+def _bounded(text: str, limit: int = _MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,45 @@
+"""How a run is found in Prefect: its flow-run name, its tags, and the artifact keys of its suite.
+
+A suite is what a run runs again and again: its label, or else its set of
+fixture files. Artifact keys derive from it, so the history of one suite's
+reports never mixes with another's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from fixtures_core.runner import RunOptions
+from fixtures_core.spec import Matrix
+
+ASSAY_TAG = "assay"
+_KEY_MAX = 60  # keeps "assay-report-<suite>" readable in the UI's artifact list
+_NOT_KEY = re.compile(r"[^a-z0-9]+")
+
+
+def flow_run_name(run_id: str, label: str | None) -> str:
+    """The flow run's name: the assay run id, and the label when there is one."""
+    return f"{run_id} {label}" if label else run_id
+
+
+def fixture_names(matrix: Matrix) -> list[str]:
+    """The fixture files of a run as the run document names them."""
+    return [f.identity or f.path for f in matrix.files]
+
+
+def suite_tags(options: RunOptions, matrix: Matrix, extra: Iterable[str] = ()) -> list[str]:
+    """``assay``, the label, the extra (``--tag``) values and the fixture names; each once, in that order."""
+    found = [ASSAY_TAG, *([options.label] if options.label else []), *extra, *fixture_names(matrix)]
+    return list(dict.fromkeys(tag for tag in found if tag))
+
+
+def suite_key(options: RunOptions, matrix: Matrix) -> str:
+    """The suite part of artifact keys: the label, else the fixture files (lower-case letters, digits, dashes)."""
+    source = options.label or " ".join(sorted(name.removesuffix(".md") for name in fixture_names(matrix)))
+    key = _NOT_KEY.sub("-", source.lower()).strip("-") or "suite"
+    if len(key) > _KEY_MAX:
+        digest = hashlib.sha256(source.encode()).hexdigest()[:8]
+        key = key[: _KEY_MAX - 9].rstrip("-") + "-" + digest
+    return key

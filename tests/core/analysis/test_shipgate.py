@@ -1,0 +1,244 @@
+"""Margins and ship gates (``fixtures_core.analysis.shipgate``) on runs made the way ``assay run`` makes them.
+
+Each arm prints a number; a small judge script scores each candidate with the
+number it printed (``DQ`` in the output marks a disqualifier). Runs go through
+plan, the local engine and ``runner.complete``, so every field is the one a
+real run writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.analysis.shipgate import EXPECTED, OUTSIDE_KNOWN_LIMIT, SuiteOutcome, gate_context
+from fixtures_core.records.rundoc import RunResult, to_document
+from tests.suites import run_in_process
+
+JUDGE = """
+import json, sys
+doc = json.load(sys.stdin)
+scores = {}
+for label, candidate in doc["candidates"].items():
+    words = candidate["stdout"].split()
+    scores[label] = {"total": float(words[-1]), "axes": {"spec": float(words[-1])}, "disqualifier": "DQ" in words}
+best = max(s["total"] for s in scores.values())
+leaders = [label for label, s in scores.items() if s["total"] == best]
+print(json.dumps({"scores": scores, "winner": leaders[0] if len(leaders) == 1 else "tie", "model": "numbers"}))
+"""
+
+Case = tuple[str, str, str, str]  # name, variant output, bare output, known limit
+
+
+def suite_text(cases: Sequence[Case], gates: str = "", judge_extra: str = "") -> str:
+    table = ["| Name | v | b | Known Limit |", "|---|---|---|---|"]
+    table += [f"| {name} | {v} | {b} | {limit} |" for name, v, b, limit in cases]
+    frontmatter = f"""
+        exec: echo
+        arms:
+          variant: {{args: ["{{{{ .v }}}}"]}}
+          bare: {{args: ["{{{{ .b }}}}"]}}
+        compare: [variant, bare]
+        judge:
+          command: {sys.executable} judge.py
+          {judge_extra}
+        {gates}
+        """
+    return "---\n" + textwrap.dedent(frontmatter).strip() + "\n---\n\n" + "\n".join(table) + "\n"
+
+
+def run_suite(
+    tmp_path: Path,
+    cases: Sequence[Case],
+    gates: str = "",
+    judge_extra: str = "",
+    baseline: RunResult | None = None,
+    repeat: int | None = None,
+) -> RunResult:
+    (tmp_path / "judge.py").write_text(JUDGE)
+    path = tmp_path / "suite.md"
+    path.write_text(suite_text(cases, gates, judge_extra), encoding="utf-8")
+    if baseline is not None:
+        (tmp_path / "shipped.json").write_text(json.dumps(to_document(baseline)))
+    return run_in_process(
+        path, tmp_path / ".assay", repeat=repeat, baseline=str(tmp_path / "shipped.json") if baseline else None
+    )
+
+
+def only_suite(run: RunResult) -> SuiteOutcome:
+    (suite,) = run.suites
+    return suite
+
+
+def gates(*lines: str) -> str:
+    return "gates:\n" + "\n".join(f"          {line}" for line in lines)
+
+
+def test_scores_margins_winners_and_averages(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, [("F1", "95", "88", ""), ("F2", "70", "81", ""), ("F3", "60", "60", "")])
+
+    suite = only_suite(run)
+    assert [(c.name, c.arms["variant"].score, c.arms["bare"].score, c.margin, c.winner, c.verdict)
+            for c in suite.cases] == [
+        ("F1", 95.0, 88.0, 7.0, "variant", "PASS"),
+        ("F2", 70.0, 81.0, -11.0, "bare", "LOSS"),
+        ("F3", 60.0, 60.0, 0.0, "tie", "TIE"),
+    ]  # fmt: skip
+    assert suite.averages == {"variant": pytest.approx(75.0), "bare": pytest.approx(229 / 3)}
+    assert suite.margin == pytest.approx(-4 / 3)  # (7 - 11 + 0) / 3
+    assert (suite.verdict, run.verdict) == ("PASS", "PASS")  # no gates: nothing to fail
+    assert suite.judge is not None and suite.judge.provenance == ("numbers",)
+    row = next(r for r in run.rows if r.name == "F1/variant")
+    assert row.metrics["score"].value == 95.0 and row.metrics["score"].unit == "points"
+    assert row.properties["arm"] == "variant"
+
+
+def test_a_hard_gate_fails_the_run_and_a_soft_gate_warns(tmp_path: Path) -> None:
+    cases = [("F1", "95", "88", ""), ("F2", "90", "89", "")]
+    hard = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}")
+    soft = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: soft}")
+
+    failed = run_suite(tmp_path, cases, hard)
+    warned = run_suite(tmp_path, cases, soft)
+
+    assert (only_suite(failed).verdict, failed.status, failed.verdict) == ("FAIL", "FAIL", "FAIL")
+    assert only_suite(failed).hard_floor_violations == 1
+    assert [g.status for g in only_suite(failed).gates] == ["fail"]
+    assert (only_suite(warned).verdict, warned.verdict) == ("PASS", "PASS")
+    assert only_suite(warned).warnings == ("soft gate 'margin floor' failed",)
+
+
+def test_a_gate_that_cannot_be_evaluated_is_an_error(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, [("F1", "95", "88", "")], gates("- {name: typo, cel: 'rows.all(r, r.marginn > 0.0)'}"))
+    suite = only_suite(run)
+    assert (suite.verdict, run.verdict) == ("ERR", "ERR")
+    assert suite.gates[0].error == "gate 'typo' could not be evaluated: no such key: marginn"
+
+
+@pytest.mark.parametrize(("variant", "warning"), [
+    ("82", None),  # +2: inside
+    ("95", "F8: margin +15.0 is outside its known-limit range [-3, 3] (too good: it may no longer be a known limit)"),
+    ("70", "F8: margin -10.0 is outside its known-limit range [-3, 3] (too bad: a regression elsewhere may show here)"),
+])  # fmt: skip
+def test_a_known_limit_row_is_excluded_and_warns_outside_its_range(tmp_path: Path, variant: str, warning: str) -> None:
+    floor = gates("- {name: margin floor, cel: 'rows.filter(r, !r.known_limit).all(r, r.margin >= 5.0)'}")
+
+    run = run_suite(tmp_path, [("F1", "95", "88", ""), ("F8", variant, "80", "[-3, 3]")], floor)
+
+    suite = only_suite(run)
+    assert suite.verdict == "PASS" and run.verdict == "PASS"  # warnings never fail
+    assert suite.cases[1].verdict == (EXPECTED if warning is None else OUTSIDE_KNOWN_LIMIT)
+    assert list(suite.warnings) == ([] if warning is None else [warning])
+
+
+def test_the_headroom_aware_floor_of_the_rubric_is_one_expression(tmp_path: Path) -> None:
+    # RUBRIC: a case leaves the margin count when bare has < 5 points of headroom, variant >= 95
+    # and variant is not disqualified. F2 (97 vs 96) is such a case; F3 (60 vs 59) is not.
+    headroom = (
+        "rows.filter(r, !r.known_limit && !(100.0 - r.arms.bare.score < 5.0 && r.arms.variant.score >= 95.0"
+        " && !r.arms.variant.disqualified)).all(r, r.margin >= 5.0)"
+    )
+    floor = gates(f'- {{name: headroom-aware floor, cel: "{headroom}"}}')
+
+    passed = run_suite(tmp_path, [("F1", "90", "80", ""), ("F2", "97", "96", "")], floor)
+    failed = run_suite(tmp_path, [("F1", "90", "80", ""), ("F2", "97", "96", ""), ("F3", "60", "59", "")], floor)
+
+    assert only_suite(passed).verdict == "PASS"
+    assert only_suite(failed).verdict == "FAIL"
+
+
+def test_a_disqualified_arm_never_wins(tmp_path: Path) -> None:
+    never = gates("- {name: variant never disqualified, cel: 'rows.all(r, !r.arms.variant.disqualified)'}")
+
+    run = run_suite(tmp_path, [("F1", "DQ 99", "50", "")], never)
+
+    case = only_suite(run).cases[0]
+    assert case.arms["variant"].disqualified and case.winner == "bare" and case.verdict == "DISQUALIFIED"
+    assert only_suite(run).verdict == "FAIL"
+
+
+def test_gates_see_the_saved_runs_margins(tmp_path: Path) -> None:
+    no_drop = gates("- {name: no case loses 5 points of margin, "
+                    "cel: 'rows.all(r, !has(r.baseline_margin) || r.margin >= r.baseline_margin - 5.0)'}")  # fmt: skip
+    shipped = run_suite(tmp_path, [("F1", "95", "80", ""), ("F2", "90", "85", "")], no_drop)
+
+    current = run_suite(tmp_path, [("F1", "95", "86", ""), ("F2", "90", "85", "")], no_drop, baseline=shipped)
+
+    suite = only_suite(current)
+    assert [(c.margin, c.baseline_margin) for c in suite.cases] == [(9.0, 15.0), (5.0, 5.0)]
+    assert (suite.margin, suite.baseline_margin) == (7.0, 10.0)
+    assert suite.baseline is not None and suite.baseline.endswith("shipped.json")
+    assert suite.cases[0].arms["bare"].baseline_score == 80.0
+    assert suite.verdict == "FAIL"  # F1 lost 6 points of margin
+    context = gate_context(suite)
+    assert context["suite"] == {"average": {"variant": 92.5, "bare": 85.5}, "rows": 2, "cases": 2, "margin": 7.0,
+                                "baseline_margin": 10.0}  # fmt: skip
+
+
+def test_regression_points_on_the_score_gate_against_the_blessed_run(tmp_path: Path) -> None:
+    points = "threshold: {regressionPoints: 5}"
+    shipped = run_suite(tmp_path, [("F1", "95", "80", "")], judge_extra=points)
+
+    held = run_suite(tmp_path, [("F1", "90", "80", "")], judge_extra=points, baseline=shipped)
+    lost = run_suite(tmp_path, [("F1", "89", "80", "")], judge_extra=points, baseline=shipped)
+
+    assert held.comparison is not None and not held.comparison.regressed  # 95 -> 90: 5 points, allowed
+    assert lost.comparison is not None and lost.comparison.regressed  # 95 -> 89: 6 points > 5
+    score = next(m for m in lost.comparison.metrics if m.row == "F1/variant" and m.name == "score")
+    assert score.note == "6 points worse, allowed 5 points"
+    assert (held.verdict, lost.verdict) == ("PASS", "FAIL")
+
+
+def test_an_arm_rows_failure_is_evidence_and_an_error_is_an_error(tmp_path: Path) -> None:
+    hard = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}")
+    failing_bare = suite_text([("F1", "95", "80", "")], hard).replace(
+        'bare: {args: ["{{ .b }}"]}', 'bare: {exec: bash, args: ["-c", "echo {{ .b }}; exit 1"]}'
+    )
+    (tmp_path / "judge.py").write_text(JUDGE)
+    (tmp_path / "suite.md").write_text(failing_bare)
+
+    run = run_in_process(tmp_path / "suite.md", tmp_path / ".assay")
+
+    assert {r.name: r.status for r in run.rows} == {"F1/variant": "PASS", "F1/bare": "FAIL"}
+    assert run.verdict == "PASS"  # a worse arm is what a suite measures; the hard gate decides
+    assert only_suite(run).cases[0].arms["bare"].status == "FAIL"
+
+
+def test_a_judge_error_makes_the_case_and_its_rows_err(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, [("F1", "95", "80", ""), ("F2", "oops", "80", "")])
+
+    suite = only_suite(run)
+    assert [c.status for c in suite.cases] == ["PASS", "ERR"]
+    assert {r.name: r.status for r in run.rows}["F2/variant"] == "ERR"
+    assert suite.cases[1].error is not None and "judge exited with code 1" in suite.cases[1].error
+    assert (suite.verdict, run.verdict) == ("ERR", "ERR")
+
+
+def test_judged_repeats_average_per_sample_scores(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, [("F1", "95", "80", "")], repeat=3)
+    case = only_suite(run).cases[0]
+    assert len(case.judgments) == 3 and {j.sample for j in case.judgments} == {0, 1, 2}
+    assert case.margin == 15.0
+
+
+def test_any_number_of_arms_each_with_its_score_and_the_named_pair_for_the_margin(tmp_path: Path) -> None:
+    text = suite_text([("F1", "90", "70", "")]).replace(
+        'bare: {args: ["{{ .b }}"]}', 'bare: {args: ["{{ .b }}"]}\n  solo: {args: ["80"]}'
+    )
+    (tmp_path / "judge.py").write_text(JUDGE)
+    (tmp_path / "suite.md").write_text(text)
+
+    run = run_in_process(tmp_path / "suite.md", tmp_path / ".assay")
+
+    suite = only_suite(run)
+    case = suite.cases[0]
+    assert suite.arms == ("variant", "bare", "solo")
+    assert {arm: o.score for arm, o in case.arms.items()} == {"variant": 90.0, "bare": 70.0, "solo": 80.0}
+    assert case.margin == 20.0  # compare: [variant, bare]
+    assert sorted(case.judgments[0].labels) == ["A", "B", "C"]  # one call sees every arm, blind
+    assert [r.name for r in run.rows] == ["F1/variant", "F1/bare", "F1/solo"]

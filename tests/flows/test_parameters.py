@@ -1,0 +1,39 @@
+"""The flow's parameter model: strict, described, and one line per mistake."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures_core.runner import RunOptions
+from flows.parameters import MatrixParameters, ParameterError
+
+
+def test_every_field_is_described_and_run_id_and_engine_are_not_parameters() -> None:
+    schema = MatrixParameters.model_json_schema()
+    assert all(field.get("description") for field in schema["properties"].values())
+    assert "run_id" not in schema["properties"] and "engine" not in schema["properties"]
+    assert schema["additionalProperties"] is False  # the server refuses unknown keys of a custom run
+
+
+def test_json_parameters_become_prefect_engine_options() -> None:
+    parameters = MatrixParameters.parse({"paths": ["a.md"], "group_by": ["arm"], "tolerance": 0, "k": 2})
+    assert parameters.to_options() == RunOptions(paths=("a.md",), group_by=("arm",), k=2, engine="prefect")
+    options = RunOptions(paths=("a.md",), label="x", engine="local")
+    assert MatrixParameters.from_options(options, ("t",)).tags == ["t"]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"paths": ["a.md"], "repeat": "2"}, "repeat: Input should be a valid integer (got '2')"),
+        ({"paths": ["a.md"], "run_id": "../../x"}, "run_id: not a parameter of assay-matrix (known: paths, out,"),
+        ({"paths": []}, "paths: List should have at least 1 item after validation, not 0 (got [])"),
+        ({}, "paths: required"),
+        ({"paths": ["a.md"], "tolerance": 2, "parallel": 0}, "parallel: Input should be greater than or equal to 1"),
+    ],
+)
+def test_bad_values_are_one_line_naming_each_field(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ParameterError) as raised:
+        MatrixParameters.parse(values)
+    text = str(raised.value)
+    assert text.startswith("invalid flow parameters: ") and message in text and "\n" not in text

@@ -1,0 +1,265 @@
+"""Deployments as a team runs them: a worker on a process work pool deployed from
+``deployments/prefect.yaml`` with the server on PostgreSQL, ``deployments/nightly.py``
+serving a schedule, and custom runs with bad parameters.
+
+Everything is real: PostgreSQL from Debian's package, Prefect's server, ``prefect
+deploy``, ``prefect worker start``, the served process. The checks read the API
+the UI reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.exceptions import PrefectHTTPStatusError
+
+from tests.integration.conftest import REPO
+from tests.integration.prefect_views import settled_view
+
+POSTGRES_SCRIPT = REPO / "deployments" / "postgres_server.py"
+NIGHTLY = REPO / "deployments" / "nightly.py"
+QUICK = "| Name | Command | CEL |\n|---|---|---|\n| ok | `echo '{\"ok\": true}'` | `json.ok` |\n"
+
+
+def postgres_available() -> bool:
+    return bool(shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb")))
+
+
+def prefect_env(api_url: str, home: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, PREFECT_API_URL=api_url, PREFECT_HOME=str(home), PYTHONPATH=str(REPO), **extra)
+    env.pop("ASSAY_PREFECT_PORT", None)
+    return env
+
+
+def stop_group(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM the process's whole group, then SIGKILL what is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+
+
+def wait_final(client: SyncPrefectClient, flow_run_id: UUID, timeout: float = 180.0) -> None:
+    """Wait (bounded) until a flow run is in a final state."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = client.read_flow_run(flow_run_id).state
+        if state is not None and state.is_final():
+            return
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Prefect server on PostgreSQL, started by ``deployments/postgres_server.py`` and stopped after."""
+    if not postgres_available():
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL binaries are missing in CI: .ci/run installs the postgresql package")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); CI always runs this test")
+    # Not under pytest's folder: as root, PostgreSQL runs as the postgres user, who must reach it.
+    root = Path(tempfile.mkdtemp(prefix="assay-pg-"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("PREFECT_API_URL", None)
+    from flows.server import free_port
+
+    port = str(free_port())
+    try:
+        done = subprocess.run(
+            [sys.executable, str(POSTGRES_SCRIPT), "start", "--dir", str(root), "--port", port],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        api_url = done.stdout.strip().removeprefix("PREFECT_API_URL=")
+        assert api_url == f"http://127.0.0.1:{port}/api"
+        yield api_url
+    finally:
+        subprocess.run([sys.executable, str(POSTGRES_SCRIPT), "stop", "--dir", str(root)], env=env, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str, tmp_path: Path) -> None:
+    home = tmp_path / "prefect-home"
+    env = prefect_env(postgres_api, home, PREFECT_WORKER_QUERY_SECONDS="1")
+
+    def prefect(*args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "prefect", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    prefect("work-pool", "create", "assay", "--type", "process")
+    prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "worker", "start", "--pool", "assay"], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_api(postgres_api))
+            client = stack.enter_context(get_client(sync_client=True))
+            deployment = client.read_deployment_by_name("assay-matrix/nightly")
+            assert deployment.global_concurrency_limit is not None
+            assert deployment.global_concurrency_limit.limit == 1  # nightly runs never overlap
+            assert set(deployment.tags) == {"assay", "nightly"}
+            [schedule] = deployment.schedules
+            assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 2 * * *", "UTC")  # type: ignore[union-attr]
+
+            # Custom runs with bad parameters are refused with one line; nothing runs.
+            state_dir = tmp_path / "state"
+            good = {"paths": ["examples/matrix.md"], "out": str(state_dir), "label": "pg"}
+            for bad, expected in (
+                ({**good, "repeat": "2"}, "Validation failed for field 'options.repeat'"),
+                ({**good, "run_id": "../../escape"}, "Additional properties are not allowed ('run_id' was unexpected)"),
+            ):
+                with pytest.raises(PrefectHTTPStatusError) as refused:
+                    client.create_flow_run_from_deployment(deployment.id, parameters={"options": bad})
+                detail = refused.value.response.json()["detail"]
+                assert expected in detail and "\n" not in detail
+
+            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters={"options": good})
+            wait_final(client, flow_run.id)
+            seen = settled_view(client, flow_run.id, tasks=4 + 20 + 1)
+    finally:
+        stop_group(worker)
+
+    state = seen.flow_run.state
+    assert state is not None and state.name == "Failed", state
+    run_id = seen.flow_run.name.removesuffix(" pg")
+    assert state.message == f"assay verdict FAIL (run {run_id}): failing rows 'CLI high', 'API low', 'API flaky'"
+    assert set(seen.flow_run.tags) >= {"assay", "nightly", "pg", "examples/matrix.md"}
+    assert seen.state("API high")[0] == "Completed" and seen.state("CLI high")[0] == "Failed"
+    assert seen.state("API low #0")[0] == "Failed" and seen.state("API flaky #0")[0] == "Completed"
+    logs = seen.log_text()
+    assert "row 'API low' (examples/matrix.md:68): FAIL: 0/5 samples passed" in logs
+    assert "set_working_directory" in logs  # the worker's own lines reach the same run
+    assert {"assay-report-pg", "assay-rows-pg", "assay-metrics-pg"} <= set(seen.artifacts)
+    assert "### FAIL API low (`examples/matrix.md:68`)" in str(seen.artifacts["assay-report-pg"].data)
+    assert (state_dir / "runs" / run_id / "run.json").exists()
+    assert sorted(p.name for p in state_dir.iterdir()) == ["latest.json", "runs"], "only the run, where it belongs"
+
+
+@contextlib.contextmanager
+def _api(url: str) -> Iterator[None]:
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={"api.url": url}):
+        yield
+
+
+def test_nightly_serves_a_schedule_whose_runs_never_overlap(prefect_server: Any, tmp_path: Path) -> None:
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    env = prefect_env(prefect_server.api_url, tmp_path / "home", PREFECT_RUNNER_POLL_FREQUENCY="1")
+    served = subprocess.Popen(
+        [sys.executable, str(NIGHTLY), str(fixture), "--name", "nightly-test", "--cron", "30 3 * * 1-5",
+         "--timezone", "Europe/Paris", "--out", str(tmp_path / "state"), "--tag", "team-a", "--repeat", "2"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        with _api(prefect_server.api_url), get_client(sync_client=True) as client:
+            deployment = None
+            for _ in range(240):  # bounded wait for the served deployment to register
+                with contextlib.suppress(Exception):
+                    deployment = client.read_deployment_by_name("assay-matrix/nightly-test")
+                    break
+                assert served.poll() is None, served.stderr.read() if served.stderr else ""
+                time.sleep(0.25)
+            assert deployment is not None
+            assert deployment.global_concurrency_limit is not None and deployment.global_concurrency_limit.limit == 1
+            assert set(deployment.tags) == {"assay", "nightly", "team-a"}
+            [schedule] = deployment.schedules
+            assert (schedule.schedule.cron, schedule.schedule.timezone) == ("30 3 * * 1-5", "Europe/Paris")  # type: ignore[union-attr]
+            assert deployment.parameters["options"]["repeat"] == 2
+
+            runs = [client.create_flow_run_from_deployment(deployment.id) for _ in range(2)]
+            for run in runs:
+                wait_final(client, run.id)
+            finished = [client.read_flow_run(run.id) for run in runs]
+    finally:
+        stop_group(served)
+    assert [run.state.name for run in finished if run.state] == ["Completed", "Completed"], [
+        (run.state.message if run.state else None) for run in finished
+    ]
+    first, second = sorted(finished, key=lambda run: run.start_time or 0)
+    assert first.end_time is not None and second.start_time is not None
+    assert second.start_time >= first.end_time, "two runs of the deployment overlapped"
+    assert len(list((tmp_path / "state" / "runs").glob("*/run.json"))) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--cron", "61 * * * *"], "error: --cron '61 * * * *' --timezone 'UTC': Invalid cron string: \"61 * * * *\""),
+        (["--timezone", "Mars/Olympus"], 'Invalid timezone: "Mars/Olympus"'),
+        (["--concurrency-limit", "0"], "error: --concurrency-limit must be >= 1, got 0"),
+    ],
+)
+def test_nightly_refuses_bad_options_in_one_line(args: list[str], expected: str, tmp_path: Path) -> None:
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    done = subprocess.run(
+        [sys.executable, str(NIGHTLY), str(fixture), *args], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path) -> None:
+    from flows.server import free_port
+
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    dead = f"http://127.0.0.1:{free_port()}/api"
+    done = subprocess.run(
+        [sys.executable, str(NIGHTLY), str(fixture)], cwd=tmp_path,
+        env=prefect_env(dead, tmp_path / "home"), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: cannot reach the Prefect API at {dead} (PREFECT_API_URL): ")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.usefixtures("prefect_backend")
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"repeat": "2"}, "invalid flow parameters: repeat: Input should be a valid integer (got '2')"),
+        ({"run_id": "../../escape"}, "invalid flow parameters: run_id: not a parameter of assay-matrix (known: paths,"),
+        ({"engine": "local", "parallel": 0}, "engine: not a parameter"),
+    ],
+)
+def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
+    extra: dict[str, object], expected: str, tmp_path: Path
+) -> None:
+    """What a flow run does with parameters the server did not check (a deployment without
+    schema enforcement): Failed with one line naming each bad field, before anything runs."""
+    from prefect.flow_engine import run_flow
+
+    from flows.matrix import matrix_flow
+
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), **extra}
+    state = run_flow(matrix_flow, parameters={"options": options}, return_type="state")
+    assert state.is_failed() and state.message is not None
+    assert state.message.startswith("invalid flow parameters: ") and "\n" not in state.message, state.message
+    assert expected in state.message
+    assert [p.name for p in tmp_path.iterdir()] == ["quick.md"]

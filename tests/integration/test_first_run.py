@@ -1,0 +1,211 @@
+"""The README's command on a fresh machine that is busy, and the local server's safety.
+
+A brand-new Prefect home means the server's first start runs the database
+migrations, which on 2 busy cores take far longer than Prefect's default
+20 s start-up wait: the first run must still print the report and exit 1.
+These are the few tests that pay for a server start of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from flows import server
+from tests.integration.conftest import REPO
+from tests.processes import gone_soon, processes_with
+
+HOG = "while True: pass"
+
+
+class ForeignServer(ThreadingHTTPServer):
+    """Someone else's server on a port: healthy, but serving another Prefect home. Counts requests."""
+
+    requests: list[str]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.server.requests.append(self.path)  # type: ignore[attr-defined]
+        body = json.dumps({"home": "/somewhere/else"} if self.path.endswith("/admin/settings") else True).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+        pass
+
+
+@contextlib.contextmanager
+def foreign_server() -> Iterator[ForeignServer]:
+    found = ForeignServer(("127.0.0.1", 0), _Handler)
+    found.requests = []
+    thread = threading.Thread(target=found.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield found
+    finally:
+        found.shutdown()
+        found.server_close()
+
+
+@contextlib.contextmanager
+def cpu_hog() -> Iterator[None]:
+    """One busy loop per core, for as long as the block runs."""
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True) for _ in range(os.cpu_count() or 2)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def readme_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "ASSAY_PREFECT_PORT")}
+    env.update(PYTHONPATH=str(REPO), PREFECT_HOME=str(home), COLUMNS="200", **extra)
+    return env
+
+
+def test_readme_command_on_a_fresh_busy_machine_starts_and_reuses_a_local_server(tmp_path: Path) -> None:
+    """First run: a brand-new Prefect home, a CPU hog on every core, and Prefect's port 4200 stand-in
+    (ASSAY_PREFECT_PORT) taken by someone else's server. Also a temporary-server run, fresh too."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    home, temporary_home = tmp_path / "fresh-home", tmp_path / "fresh-temporary-home"
+    marker = uuid.uuid4().hex
+    readme = [sys.executable, "-m", "flows.run", "examples/matrix.md"]  # README's quick start, as typed
+    with foreign_server() as taken, cpu_hog():
+        env = readme_env(home, ASSAY_PREFECT_PORT=str(taken.server_address[1]))
+        temporary_env = readme_env(temporary_home, ASSAY_PREFECT_SERVER="temporary", ASSAY_TEST_MARK=marker)
+        try:
+            runs = [
+                subprocess.Popen(readme, cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for e in (env, temporary_env)
+            ]
+            (out, err), (temporary_out, temporary_err) = (run.communicate(timeout=600) for run in runs)
+            local = server.find(home.resolve())
+
+            assert runs[0].returncode == 1, out + err
+            assert "CLI high" in out and out.rstrip().splitlines()[-2].startswith("FAIL")
+            assert local is not None and local.port != taken.server_address[1]
+            assert err.startswith(f"assay: starting a local Prefect server on 127.0.0.1:{local.port} (home {home})")
+            assert "Traceback" not in err and "error" not in err
+            assert f"Prefect flow run: http://127.0.0.1:{local.port}/runs/flow-run/" in out
+            assert taken.requests == [], "assay talked to someone else's server"
+
+            assert runs[1].returncode == 1, temporary_out + temporary_err
+            assert "CLI high" in temporary_out and temporary_err == ""
+            assert "Prefect flow run:" not in temporary_out, "a temporary server's UI is gone after the run"
+            assert processes_with(marker) == [], "the temporary server outlived its run"
+
+            # Second run: the same server, no start message.
+            again = subprocess.run(readme, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            assert again.returncode == 1 and again.stderr == "", again.stderr
+            assert server.find(home.resolve()) == local
+        finally:
+            stopped = server.stop(home.resolve())
+    assert stopped is not None and gone_soon(stopped.pid)
+    assert not (home / server.PID_FILE).exists()
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_server_commands_report_the_session_server_and_prefect_api_url_wins(tmp_path: Path) -> None:
+    from tests.integration.conftest import SESSION_HOME, run_cli
+
+    status = run_cli(["server", "status"], cwd=tmp_path)
+    assert status.returncode == 0 and status.stdout.startswith("local Prefect server running: pid ")
+    assert status.stdout.rstrip().endswith("answering")
+
+    # A configured PREFECT_API_URL wins: the run goes there, nothing starts in this (empty) home.
+    found = server.find(SESSION_HOME)
+    assert found is not None
+    empty_home = tmp_path / "unused-home"
+    fixture = tmp_path / "quick.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n")
+    done = run_cli(
+        [str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path,
+        env={"PREFECT_API_URL": found.api_url, "PREFECT_HOME": str(empty_home)},
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert f"Prefect flow run: {found.ui_url}/runs/flow-run/" in done.stdout
+    assert not (empty_home / server.PID_FILE).exists()
+
+    # ... also when the active Prefect profile sets it (as `prefect config set PREFECT_API_URL=...` does).
+    profiled_home = tmp_path / "profiled-home"
+    profiled_home.mkdir()
+    (profiled_home / "profiles.toml").write_text(
+        f'active = "team"\n\n[profiles.team]\nPREFECT_API_URL = "{found.api_url}"\n'
+    )
+    done = run_cli(
+        [str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path, env={"PREFECT_HOME": str(profiled_home)}
+    )
+    assert done.returncode == 0 and f"Prefect flow run: {found.ui_url}/runs/flow-run/" in done.stdout, done.stderr
+    assert not (profiled_home / server.PID_FILE).exists()
+
+    none = run_cli(["server", "status"], cwd=tmp_path, env={"PREFECT_HOME": str(empty_home)})
+    assert none.returncode == 1 and none.stdout.startswith("no local Prefect server for ")
+
+
+def test_an_unreachable_prefect_api_url_is_one_line(tmp_path: Path) -> None:
+    from tests.integration.conftest import run_cli
+
+    dead = f"http://127.0.0.1:{server.free_port()}/api"
+    fixture = tmp_path / "quick.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n")
+    done = run_cli([str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path, env={"PREFECT_API_URL": dead})
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: cannot reach the Prefect API at {dead} (PREFECT_API_URL): ")
+    assert len(done.stderr.splitlines()) == 1 and "internal error" not in done.stderr
+
+
+def test_a_stale_pid_file_never_kills_or_reuses_another_process(tmp_path: Path) -> None:
+    """The PID file names a live process that is not a Prefect server (the PID was reused)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        (home / server.PID_FILE).write_text(str(stranger.pid))
+        assert server.find(home) is None
+        assert server.stop(home) is None
+        assert stranger.poll() is None, "stop killed a process that was not its server"
+        assert not (home / server.PID_FILE).exists()
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_foreign_server_on_the_port_is_not_ours(tmp_path: Path) -> None:
+    with foreign_server() as taken:
+        pretender = server.LocalServer(os.getpid(), "127.0.0.1", taken.server_address[1], tmp_path.resolve())
+        assert not server.serves_home(pretender)
+        assert taken.requests == ["/api/admin/settings"]
+
+
+def test_a_temporary_server_that_starts_too_slowly_is_one_line_and_stopped(tmp_path: Path) -> None:
+    """A brand-new home needs migrations: with a 1 s start-up wait, the temporary server misses it."""
+    marker = uuid.uuid4().hex
+    fixture = tmp_path / "quick.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n")
+    env = readme_env(tmp_path / "fresh-home", ASSAY_PREFECT_SERVER="temporary", ASSAY_TEST_MARK=marker,
+                     PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="1")  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.run", str(fixture)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: the temporary Prefect server did not start in time")
+    assert len(done.stderr.splitlines()) == 1
+    assert processes_with(marker) == [], "the temporary server outlived the failed run"

@@ -1,0 +1,81 @@
+"""Gavel's verdicts on Gavel's rules: every corpus row gets the status in its ``gavel`` property.
+
+The corpus (``tests/gavel/``, one small fixture per rule) runs through the
+real command line and real processes; the expected statuses were derived
+from Gavel's parser, runner and exec library (see its README).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import REPO, run_cli, run_local
+
+CORPUS = REPO / "tests" / "gavel"
+RULES = sorted(p for p in CORPUS.glob("*.md") if p.name != "README.md")
+
+
+def test_every_rule_of_the_issue_has_a_corpus_file() -> None:
+    assert len(RULES) == 13, [p.name for p in RULES]
+
+
+@pytest.mark.parametrize("fixture", RULES, ids=lambda p: p.stem)
+def test_each_row_gets_gavels_status(fixture: Path, tmp_path: Path) -> None:
+    done, document = run_local(fixture, tmp_path)
+    rows = [row for f in document["fixtures"] for row in f["rows"]]
+    assert rows, done.stdout + done.stderr
+    got = {row["name"]: row["status"] for row in rows}
+    expected = {row["name"]: row["properties"].get("gavel") for row in rows}
+    assert got == expected
+    assert done.returncode == (1 if "FAIL" in expected.values() else 0), done.stdout + done.stderr
+
+
+def test_validate_names_what_assay_reads_but_does_not_run(tmp_path: Path) -> None:
+    done = run_cli(["validate", str(CORPUS)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok: 14 files, 49 rows, 47 samples, 5 warnings"
+    warnings = [line.split(str(CORPUS) + "/", 1)[1] for line in done.stderr.splitlines()]
+    assert warnings == [
+        "05-script-fences.md:5: bash fence is not run: a later bash fence is the script",
+        "05-script-fences.md:21: fence attributes 'exitCode=1' are ignored (as in Gavel): "
+        "set exitCode or timeout in the block's yaml",
+        "05-script-fences.md:35: python fence is not run (codeBlocks: bash)",
+        "07-validation-bullets.md:55: bullet 'this bullet is prose' is not a validation (no 'kind:'): ignored",
+        "07-validation-bullets.md:67: list holds no validation (cel:, contains:, regex:, not:): "
+        "ignored in 'a prose list is not a validation list'",
+    ]
+
+
+def test_validate_warns_about_gavel_constructs_assay_ignores(tmp_path: Path) -> None:
+    fixture = tmp_path / "gavel.md"
+    fixture.write_text(
+        "---\nbuild: make\ndaemon: serve {{.port}}\n---\n\n"
+        "| Variable | Meaning |\n|---|---|\n| x | y |\n\n"
+        "| Name | Command | Expected Error | Query |\n|---|---|---|---|\n| a | true | boom | q |\n\n"
+        "```yaml\nexitCode: 1\n```\n\n- cel: true\n\n```go\nfmt.Println()\n```\n",
+        encoding="utf-8",
+    )
+    done = run_cli(["validate", str(fixture)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line.removeprefix(f"warning: {fixture}:") for line in done.stderr.splitlines()] == [
+        "2: frontmatter key 'build' is ignored: assay does not run build commands: build before the run",
+        "3: frontmatter key 'daemon' is ignored: assay does not start daemons: start the service before the run",
+        "6: table has no Name column (columns: Variable, Meaning): not a fixture table, no row runs",
+        "10: column 'Expected Error' is ignored: Gavel reads it but never checks it for commands; assay ignores it too",
+        "10: column 'Query' is ignored: Gavel's AST queries are not supported; the row runs as a command",
+        "14: yaml fence outside a command block configures nothing",
+        "18: validation list outside a command block: ignored",
+        "20: go fence outside a command block is not run (as in Gavel)",
+    ]
+
+
+def test_missing_golden_file_is_a_configuration_error(tmp_path: Path) -> None:
+    fixture = tmp_path / "golden.md"
+    fixture.write_text("| Name | Command | Stdout |\n|---|---|---|\n| a | echo hi | @missing.txt |\n", encoding="utf-8")
+    done = run_cli([str(fixture), "--engine", "local", "--out", str(tmp_path / "state")], cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"error: {fixture}:3: Stdout: golden file '@missing.txt' not found ({tmp_path / 'missing.txt'})"
+    )

@@ -1,0 +1,211 @@
+"""What a user sees in the Prefect UI after ``assay run``, read through the Prefect client.
+
+The command line runs as a user runs it (a subprocess, no PREFECT_API_URL:
+the local server of the session's Prefect home); the checks read the same
+API the UI reads: states and their messages, names, tags, logs, artifacts, events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+from prefect.client.orchestration import SyncPrefectClient, get_client
+
+from tests.integration.conftest import REPO, WIDE, run_cli
+from tests.integration.prefect_views import events_named, settled_view
+
+pytestmark = pytest.mark.usefixtures("prefect_backend")
+
+TIMEOUTS = """---
+timeout: 20s
+---
+
+| Name | Command | Repeat | Timeout | CEL |
+|---|---|---:|---|---|
+| fine | `echo '{"ok": true}'` | 2 | | `json.ok` |
+| missing-key | `echo '{"ok": true}'` | 1 | | `json.zz == 1` |
+| slow | `sleep 30` | 1 | 1s | |
+"""
+
+
+WEBHOOK_PAYLOAD = (
+    '{"verdict": "{{ event.resource["assay.verdict"] }}", "rows": "{{ event.payload.failing_rows | join(", ") }}"}'
+)
+
+
+@pytest.fixture
+def client() -> Iterator[SyncPrefectClient]:
+    with get_client(sync_client=True) as found:
+        yield found
+
+
+def flow_run_id(stdout: str) -> UUID:
+    """The flow run the command line linked to (``Prefect flow run: URL``)."""
+    match = re.search(r"^Prefect flow run: http://\S+/runs/flow-run/([0-9a-f-]{36})$", stdout, re.MULTILINE)
+    assert match, stdout[-500:]
+    return UUID(match.group(1))
+
+
+def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: SyncPrefectClient) -> None:
+    done = run_cli(
+        [
+            str(REPO / "examples" / "matrix.md"),
+            "--out",
+            str(tmp_path / "state"),
+            "--label",
+            "nightly eu",
+            "--tag",
+            "team-a",
+            "--json",
+            str(tmp_path / "run.json"),
+        ],  # fmt: skip
+        cwd=tmp_path,
+        env=WIDE,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr == ""
+    run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
+    seen = settled_view(client, flow_run_id(done.stdout), tasks=4 + 20 + 1)
+
+    # The flow run: named after the run, tagged, Failed with the verdict and the failing rows.
+    assert seen.flow_run.name == f"{run_id} nightly eu"
+    assert set(seen.flow_run.tags) == {"assay", "nightly eu", "team-a", "examples/matrix.md"}
+    assert seen.flow_run.state is not None and seen.flow_run.state.is_failed()
+    assert seen.flow_run.state.message == (
+        f"assay verdict FAIL (run {run_id}): failing rows 'CLI high', 'API low', 'API flaky'"
+    )
+
+    # Rows: PASS Completed; every FAIL row Failed with its reason (the metric regression is
+    # only known after every row finished: its task gets its final state afterwards).
+    assert seen.state("API high") == ("Completed", "PASS: 5/5 samples passed")
+    assert seen.state("CLI high") == (
+        "Failed", "FAIL: 5/5 samples passed; metric duration_ms: +41.5% vs 'API high' exceeds the allowed 25%"
+    )  # fmt: skip
+    name, message = seen.state("API low")
+    assert name == "Failed" and message.startswith("FAIL: 0/5 samples passed; CEL json.execution.state")
+    assert message.endswith("false on samples 0, 1, 2, 3, 4")
+    assert seen.state("API flaky")[0] == "Failed" and seen.state("API flaky")[1].startswith("FAIL (flaky): 4/5")
+
+    # Samples: failing ones Failed with the false CEL; passing ones stay Completed (never rolled back).
+    for index in range(5):
+        name, message = seen.state(f"API low #{index}")
+        assert name == "Failed" and message.startswith('FAIL: CEL assertion false: json.execution.state == "comp')
+        assert message.endswith("(exit code 0)")
+    assert [seen.state(f"API flaky #{i}")[0] for i in range(5)] == ["Completed"] * 3 + ["Failed", "Completed"]
+    assert {seen.state(f"CLI high #{i}")[0] for i in range(5)} == {"Completed"}
+
+    # Logs: one line per row, one per failing sample, the verdict with the run document.
+    logs = seen.log_text()
+    for row in ("API high", "CLI high", "API low", "API flaky"):
+        assert f"row '{row}' (examples/matrix.md:" in logs
+    assert "sample 3 of 'API flaky' FAIL: CEL assertion false" in logs
+    document = (tmp_path / "state" / "runs" / run_id / "run.json").resolve()
+    assert f"assay verdict FAIL (run {run_id}): failing rows" in logs and f"run document {document}" in logs
+
+    # Artifacts keyed by the suite (the label): the report with reasons, rows and metrics tables.
+    assert set(seen.artifacts) == {"assay-report-nightly-eu", "assay-rows-nightly-eu", "assay-metrics-nightly-eu"}
+    report = str(seen.artifacts["assay-report-nightly-eu"].data)
+    for expected in ("### FAIL API low (`examples/matrix.md:68`)", "- failing samples: 0, 1, 2, 3, 4",
+                     "| API flaky | **FAIL (flaky)** | 4/5 |", "- suite: pass@k 0.75 (rows 3/4)",
+                     "exceeds the allowed 25%", f"Run document: `{document}`"):  # fmt: skip
+        assert expected in report, expected
+    metrics = json.loads(str(seen.artifacts["assay-metrics-nightly-eu"].data))
+    regressed = next(m for m in metrics if m["row"] == "CLI high" and m["metric"] == "duration_ms")
+    assert regressed["baseline"] == "API high" and regressed["delta_percent"] == pytest.approx(41.5, abs=0.1)
+
+    # The event automations can act on: the suite is the resource, the verdict a label.
+    [event] = events_named(client, "assay.run.finished", "assay.suite.nightly-eu")
+    assert event.resource["assay.verdict"] == "FAIL" and event.resource["assay.run-id"] == run_id
+    assert event.payload["failing_rows"] == ["CLI high", "API low", "API flaky"]
+    assert any(r.id == f"prefect.flow-run.{seen.flow_run.id}" for r in event.related)
+
+
+def test_errors_and_budgets_are_failed_and_timed_out(tmp_path: Path, client: SyncPrefectClient) -> None:
+    fixture = tmp_path / "budgets.md"
+    fixture.write_text(TIMEOUTS)
+    done = run_cli([str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path, env=WIDE)
+    assert done.returncode == 2, done.stdout + done.stderr
+    seen = settled_view(client, flow_run_id(done.stdout), tasks=3 + 4 + 1)
+
+    assert seen.flow_run.state is not None and seen.flow_run.state.is_failed()
+    message = seen.flow_run.state.message or ""
+    assert message.startswith("assay verdict ERR") and message.endswith("errored rows 'missing-key', 'slow'")
+    assert seen.state("fine") == ("Completed", "PASS: 2/2 samples passed")
+    assert seen.state("missing-key") == ("Failed", "ERR: 0/1 samples passed; sample 0: no such key: zz")
+    assert seen.state("missing-key #0")[0] == "Failed" and "no such key: zz" in seen.state("missing-key #0")[1]
+    assert seen.state("slow")[0] == "TimedOut" and "1s budget ran out" in seen.state("slow")[1]
+    assert seen.state("slow #0")[0] == "TimedOut"
+    # No label: the artifacts are keyed by the fixture file.
+    assert "assay-report-budgets" in seen.artifacts
+
+
+def test_an_automation_on_the_finished_event_notifies_on_fail(tmp_path: Path, client: SyncPrefectClient) -> None:
+    """The README's automation, with a webhook (to a local listener) instead of Slack."""
+    from prefect.automations import Automation
+    from prefect.blocks.webhook import Webhook
+    from prefect.events.actions import CallWebhook
+    from prefect.events.schemas.automations import EventTrigger
+
+    label = f"notify-{uuid.uuid4().hex[:8]}"
+    received: list[bytes] = []
+    with webhook_listener(received) as url:
+        block_id = Webhook(method="POST", url=url).save(label)
+        automation = Automation(
+            name=f"assay: {label} failed",
+            trigger=EventTrigger(
+                expect={"assay.run.finished"}, match={"assay.verdict": ["FAIL", "ERR"], "prefect.resource.name": label},
+                posture="Reactive", threshold=1,  # type: ignore[arg-type]
+            ),
+            actions=[CallWebhook(block_document_id=block_id, payload=WEBHOOK_PAYLOAD)],
+        ).create()  # fmt: skip
+        try:
+            fixture = tmp_path / "bad.md"
+            fixture.write_text("| Name | Command |\n|---|---|\n| good | `true` |\n| bad | `false` |\n")
+            done = run_cli([str(fixture), "--out", str(tmp_path / "state"), "--label", label], cwd=tmp_path)
+            assert done.returncode == 1, done.stderr
+            for _ in range(240):  # bounded wait for the server's triggers and actions services
+                if received:
+                    break
+                time.sleep(0.25)
+        finally:
+            automation.delete()
+    assert received, "the automation never called the webhook"
+    assert json.loads(received[0]) == {"verdict": "FAIL", "rows": "bad"}
+
+
+@contextlib.contextmanager
+def webhook_listener(received: list[bytes]) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            received.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.server_address[1]}/hook"
+    finally:
+        listener.shutdown()
+        listener.server_close()
+
+
+def test_tags_belong_to_the_prefect_engine(tmp_path: Path) -> None:
+    fixture = tmp_path / "quick.md"
+    fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n")
+    done = run_cli([str(fixture), "--engine", "local", "--tag", "team-a"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "error: --tag tags the Prefect flow run: --engine local has none\n"
