@@ -479,7 +479,14 @@ def _usage_error(exc: Exception, args: Sequence[str]) -> None:
     err.print("usage: " + usage.removeprefix("Usage: ").strip())
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
-    err.print(f"error: {message or 'give a command: ' + ', '.join(SUBCOMMANDS)}")
+    err.print(f"error: {message or 'give a command: ' + ', '.join(_commands_of(context))}")
+
+
+def _commands_of(context: object) -> Sequence[str]:
+    """The subcommands of the group a usage error is about (``assay server``'s, or assay's own)."""
+    group = getattr(context, "command", None)
+    lister = getattr(group, "list_commands", None)
+    return list(lister(context)) if callable(lister) else SUBCOMMANDS
 
 
 def _usage_of(args: Sequence[str]) -> str:

@@ -498,7 +498,8 @@ CASES: list[Case] = [
         "--group-by an unknown property", args("run", "{ok}", "--engine", "local", "--group-by", "nope"), code=0, runs=1
     ),
     Case("an unknown command", args("frob"), usage=True, says="frob"),
-    Case("no command", args(), usage=True, says="give a command"),
+    Case("no command", args(), usage=True, says="give a command: run, validate, bless"),
+    Case("server without a command", args("server"), usage=True, says="give a command: start, stop, status"),
     Case("compare with one run", args("compare", "x"), usage=True, says="CURRENT"),
     Case("bless a missing run", args("bless", "nope"), says="no such run file"),
     Case("validate nothing", args("validate"), usage=True, says="PATH"),
