@@ -3,14 +3,15 @@
 Nothing here imports Prefect; ``flows`` orchestrates these functions. A
 library call runs one row::
 
-    from fixtures_core import load_matrix, run_row, RunSettings, ProcessGroups
+    from fixtures_core import load_matrix, run_row, RunSettings, Containment
     row = load_matrix(["examples/passing.md"]).rows[0]
-    result = run_row(row, RunSettings(run_id="adhoc"), ProcessGroups())
+    with Containment() as containment:
+        result = run_row(row, RunSettings(run_id="adhoc"), containment)
 """
 
 from fixtures_core.errors import AssayError, BaselineError, CelError, FixtureError, UsageError, ValidationFailed
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import RunResult, load_run
@@ -21,10 +22,10 @@ __all__ = [
     "AssayError",
     "BaselineError",
     "CelError",
+    "Containment",
     "FixtureError",
     "Matrix",
     "MetricSpec",
-    "ProcessGroups",
     "RowResult",
     "RowSpec",
     "RunResult",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fixtures_core.analysis.shipgate import JudgeRecord, SuiteOutcome, apply_judgments, suite_outcome
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.judge import JudgeSettings, rubric_digest
 from fixtures_core.execution.judging import SuiteJudging, judge_suite, new_seed, suites_of
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult, write_text_atomic
 from fixtures_core.reports import markdown
 from fixtures_core.results import RowResult, Status, worst
@@ -45,7 +45,7 @@ def judge_run(
     specs: Sequence[RowSpec],
     rows: Sequence[RowResult],
     evidence: Evidence,
-    groups: ProcessGroups,
+    containment: Containment,
     parallel: int,
     seed: int | None = None,
     skip: bool = False,
@@ -58,7 +58,7 @@ def judge_run(
                 continue
             labelling = seed if seed is not None else suite.judge.seed if suite.judge.seed is not None else new_seed()
             settings = JudgeSettings(evidence.run_dir, evidence.evidence_dir, labelling, evidence.run_id, parallel)
-            judgings.append(judge_suite(suite, specs, rows, settings, groups))
+            judgings.append(judge_suite(suite, specs, rows, settings, containment))
     scored_specs, scored_rows = apply_judgments(specs, rows, judgings)
     return Judged(scored_specs, scored_rows, judgings)
 

@@ -7,7 +7,6 @@ clean message, distinct from ``false``.
 
 from __future__ import annotations
 
-import json as jsonlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_math, ext_optional, ext_strings
 
 from fixtures_core.errors import CelError
+from fixtures_core.limits import MAX_STDOUT_JSON_DEPTH, loads_json
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -146,13 +146,22 @@ def _environment(properties: frozenset[str]) -> cel.Env:
 
 
 def parse_json(text: str) -> object:
-    """Parse JSON keeping ints as ints; ints beyond int64 become doubles."""
-    return jsonlib.loads(text, parse_int=_json_int)
+    """Parse JSON keeping ints as ints; ints beyond int64 become doubles (infinite beyond a double's range).
+
+    Nesting beyond ``MAX_STDOUT_JSON_DEPTH`` raises LimitExceeded (a ValueError).
+    """
+    return loads_json(text, MAX_STDOUT_JSON_DEPTH, parse_int=_json_int)
 
 
 def _json_int(digits: str) -> int | float:
-    number = int(digits)
-    return number if _INT64_MIN <= number <= _INT64_MAX else float(number)
+    if len(digits.lstrip("-")) <= 18:  # always within int64
+        return int(digits)
+    if len(digits.lstrip("-")) <= 20:
+        number = int(digits)
+        if _INT64_MIN <= number <= _INT64_MAX:
+            return number
+    # float() of the text, not of int(text): a huge int would overflow (or pass Python's 4300-digit limit)
+    return float(digits)
 
 
 def _unconvertible(shown: str) -> str:

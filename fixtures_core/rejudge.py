@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fixtures_core.errors import UsageError
-from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.execution.containment import Containment
 from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import new_run_id
@@ -27,7 +27,7 @@ class Rejudged:
     warnings: tuple[str, ...] = ()
 
 
-def rejudge(reference: str, options: RunOptions, groups: ProcessGroups | None = None) -> Rejudged:
+def rejudge(reference: str, options: RunOptions, containment: Containment | None = None) -> Rejudged:
     """Re-judge run ``reference`` (a run file, run id or ``latest``) with ``options``' judge, seed and baseline."""
     store = store_for(options)
     original = load_run(store.resolve_run(reference))
@@ -68,7 +68,7 @@ def rejudge(reference: str, options: RunOptions, groups: ProcessGroups | None = 
         options,
         rows,
         baseline=planned.baseline,
-        groups=groups,
+        containment=containment,
         rejudging=Rejudging(original.run_id, evidence_run),
     )
     before = {f.file: f.sha256 for f in original.fixtures}

@@ -13,10 +13,12 @@ from pathlib import Path
 
 from fixtures_core.abstage import Evidence, judge_run, run_status, suite_outcomes, write_report
 from fixtures_core.analysis.baseline import Comparison, check_tolerance, compare
-from fixtures_core.analysis.finalize import finalize_rows, summarize
+from fixtures_core.analysis.finalize import Summary, finalize_rows, summarize
+from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
-from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, ProcessGroups
+from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.validate import validate_matrix
@@ -178,9 +180,9 @@ class Recorder:
         return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
 
 
-def interruption(groups: ProcessGroups) -> str | None:
+def interruption(containment: Containment) -> str | None:
     """The run's error when it was cancelled by a signal, else None."""
-    return "interrupted: samples were cancelled" if groups.cancelled.is_set() else None
+    return "interrupted: samples were cancelled" if containment.cancelled.is_set() else None
 
 
 @dataclass(frozen=True)
@@ -207,25 +209,62 @@ def complete(
     rows: Sequence[RowResult],
     error: str | None = None,
     baseline: Baseline | None = None,
-    groups: ProcessGroups | None = None,
+    containment: Containment | None = None,
     rejudging: Rejudging | None = None,
 ) -> RunResult:
     """Judge A/B suites, finalize the rows, build the run document, write it and the report files
-    asked for; return it."""
+    asked for; return it.
+
+    A failure while judging or finalizing (a bug) still ends the run with a
+    run.json: ERR, naming the failure, with the rows as they ran. The judge
+    runs in ``containment`` (the run's; without one, a private one).
+    """
+    try:
+        if containment is None:
+            with Containment() as own:
+                run = _finalized(recorder, options, rows, error, baseline, own, rejudging)
+        else:
+            run = _finalized(recorder, options, rows, error, baseline, containment, rejudging)
+    except Exception as exc:
+        failure = f"finalize failed: {type(exc).__name__}: {exc}"
+        counts = Summary(
+            rows=len(rows), passed=sum(r.status == "PASS" for r in rows), failed=sum(r.status == "FAIL" for r in rows),
+            errored=sum(r.status == "ERR" for r in rows), skipped=sum(r.status == "SKIP" for r in rows),
+            samples=sum(len(r.samples) for r in rows),
+        )  # fmt: skip
+        as_ran = [shareable_row(row, recorder.evidence_of(row)) for row in rows]
+        run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
+    record(run, options, step_summary_file(), recorder.store)
+    return run
+
+
+def record(run: RunResult, options: RunOptions, step_summary: str | None = None, store: Store | None = None) -> None:
+    """Write the run document, ``report.md`` (a run with A/B suites) and the report files asked for,
+    and append the Markdown summary to ``step_summary`` (a GitHub step summary file) when given."""
+    store = store or store_for(options)
+    store.write_run(run)
+    write_report(store.run_dir(run.run_id), run)
+    options.reports.write(run, step_summary)
+
+
+def _finalized(
+    recorder: Recorder,
+    options: RunOptions,
+    rows: Sequence[RowResult],
+    error: str | None,
+    baseline: Baseline | None,
+    containment: Containment,
+    rejudging: Rejudging | None,
+) -> RunResult:
     matrix = recorder.matrix
     store = recorder.store
     evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
     evidence = Evidence(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
     skip_judge = options.dry_run or error is not None
-    judged = judge_run(
-        matrix.rows, rows, evidence, groups or ProcessGroups(), options.parallel, options.seed, skip_judge
-    )
+    judged = judge_run(matrix.rows, rows, evidence, containment, options.parallel, options.seed, skip_judge)
     finished = [
         shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
     ]
-    by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
-    for row in finished:
-        by_file[row.file].append(row)
     summary = summarize(finished, options.k, options.group_by)
     suites = suite_outcomes(
         judged,
@@ -239,7 +278,24 @@ def complete(
     status: Status = worst(run_status(judged.specs, finished, suites), "ERR" if incomplete else "PASS")
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
-    run = RunResult(
+    run = _run_document(recorder, options, finished, summary, status, error, suites)
+    return compare_with_baseline(run, options, baseline)
+
+
+def _run_document(
+    recorder: Recorder,
+    options: RunOptions,
+    rows: Sequence[RowResult],
+    summary: Summary,
+    status: Status,
+    error: str | None,
+    suites: tuple[SuiteOutcome, ...] = (),
+) -> RunResult:
+    matrix = recorder.matrix
+    by_file: dict[str, list[RowResult]] = {f.identity or f.path: [] for f in matrix.files}
+    for row in rows:
+        by_file.setdefault(row.file, []).append(row)
+    return RunResult(
         run_id=recorder.run_id,
         label=options.label,
         started_at=recorder.started_at,
@@ -254,11 +310,6 @@ def complete(
         summary=summary,
         suites=suites,
     )
-    run = compare_with_baseline(run, options, baseline)
-    store.write_run(run)
-    write_report(store.run_dir(run.run_id), run)
-    options.reports.write(run, step_summary_file())
-    return run
 
 
 def load_baseline(options: RunOptions) -> Baseline:

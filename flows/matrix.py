@@ -44,8 +44,8 @@ from prefect.utilities.annotations import quote  # noqa: E402
 from prefect.utilities.urls import url_for  # noqa: E402
 
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
+from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
-from fixtures_core.execution.sampling import ProcessGroups  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
@@ -100,11 +100,12 @@ def _launched() -> Launch | None:
 
 @dataclass
 class _LiveRun:
-    """A run in flight in this process: its process groups (what a signal kills) and its row board."""
+    """A run in flight in this process: its containment (what a signal stops) and its row board."""
 
-    groups: ProcessGroups = field(default_factory=ProcessGroups)
+    containment: Containment = field(default_factory=Containment)
     board: RowBoard = field(default_factory=lambda: RowBoard(()))
     listener: ProgressListener | None = None  # the command line's progress display
+    owned: bool = True  # the containment was made for this run (else the caller closes it)
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -116,15 +117,15 @@ def _live(run_id: str) -> _LiveRun:
         return _LIVE.setdefault(run_id, _LiveRun())
 
 
-def process_groups(run_id: str) -> ProcessGroups:
-    """The live process groups of one run (tasks find theirs by the run id in RunSettings)."""
-    return _live(run_id).groups
+def containment_of(run_id: str) -> Containment:
+    """The containment of one live run (tasks find theirs by the run id in RunSettings)."""
+    return _live(run_id).containment
 
 
 @task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> State[Any]:
     """One execution of a row's command, checked: Completed, Failed with its reason, or TimedOut."""
-    result = run_sample(row, index, deadline, settings, process_groups(settings.run_id))
+    result = run_sample(row, index, deadline, settings, containment_of(settings.run_id))
     if not result.passed:
         get_run_logger().warning(states.sample_log(row.name, result))
     return states.sample_state(result)
@@ -144,13 +145,13 @@ def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder, k: int | N
         # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
         # would show them "RolledBack"); each sample keeps the state it ended in.
         with transaction(commit_mode=CommitMode.EAGER):
-            raw = run_row(row, settings, live.groups, sample_runner=as_task, on_sample=recorder.on_sample)
+            raw = run_row(row, settings, live.containment, sample_runner=as_task, on_sample=recorder.on_sample)
     except Exception as exc:
         live.board.post(crashed_row(row, exc))  # rows comparing with this one must not wait for it
         raise
     live.board.post(raw)
     recorder.on_row(raw)
-    final = live.board.final(row, raw, k, live.groups.cancelled)
+    final = live.board.final(row, raw, k, live.containment.cancelled)
     logger = get_run_logger()
     (logger.info if final.status in ("PASS", "SKIP") else logger.error)(states.row_log(final))
     return states.row_state(final)
@@ -166,7 +167,7 @@ def finalize_task(
     suite: str,
 ) -> RunResult:
     """Metrics, comparisons, verdict; the run document, the UI artifacts and the finished event."""
-    run = complete(recorder, options, rows, error, baseline, process_groups(recorder.run_id))
+    run = complete(recorder, options, rows, error, baseline, containment_of(recorder.run_id))
     document = recorder.store.run_file(run.run_id).resolve()
     create_markdown_artifact(
         key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
@@ -284,19 +285,20 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
             except BaseException:
                 # A cancelled or terminated deployment run (Prefect raises in the thread that
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
-                live.groups.cancel()
+                live.containment.cancel()
                 wait(cast(list[Any], futures))
                 rows = _row_results(futures, order, live.board)
-                complete(
-                    recorder, options, rows, "interrupted: the flow run was stopped", planned.baseline, live.groups
-                )
+                stopped = "interrupted: the flow run was stopped"
+                complete(recorder, options, rows, stopped, planned.baseline, live.containment)
                 raise
         rows = _row_results(futures, order, live.board)
-        error = interruption(live.groups)
+        error = interruption(live.containment)
         return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline), suite)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
+        if live.owned:
+            live.containment.close()
 
 
 def _row_results(futures: Sequence[PrefectFuture[Any]], rows: Sequence[RowSpec], board: RowBoard) -> list[RowResult]:
@@ -318,7 +320,7 @@ def _row_results(futures: Sequence[PrefectFuture[Any]], rows: Sequence[RowSpec],
 def run_with_prefect(
     options: RunOptions,
     run_id: str,
-    groups: ProcessGroups | None = None,
+    containment: Containment | None = None,
     planned: Plan | None = None,
     listener: ProgressListener | None = None,
     backend: Backend | None = None,
@@ -335,8 +337,8 @@ def run_with_prefect(
     """
     launch = Launch(run_id, options, planned or plan(options), tuple(extra_tags))
     with _LIVE_LOCK:
-        # The caller's signal handler kills these groups.
-        _LIVE[run_id] = _LiveRun(groups or ProcessGroups(), listener=listener)
+        # The caller's signal handler stops the given containment, and the caller closes it.
+        _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)
     updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
     if backend is not None and backend.api_url:
         updates["api.url"] = backend.api_url
@@ -358,12 +360,17 @@ def run_with_prefect(
             outcome["error"] = exc
         finally:
             _LAUNCH.reset(token)
+            finished.set()
 
+    finished = threading.Event()
     # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(timeout=0.2)  # short waits keep the main thread responsive to signals
+    # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
+    # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
+    # who joins it later (an in-process caller after a second interrupt) would not wait for it.
+    while not finished.wait(timeout=0.2):
+        pass
     if "error" in outcome:
         raise api_failure(outcome["error"], backend) or outcome["error"]
     return cast(RunResult, outcome["run"])

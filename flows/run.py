@@ -1,18 +1,24 @@
 """The assay command line: ``assay run|validate ...`` and ``python -m flows.run PATH...``.
 
 ``main(argv) -> int`` wraps pure functions; every AssayError becomes one
-line on stderr and exit code 2, never a traceback.
+line on stderr and exit code 2, never a traceback. A usage error prints the
+usage line and the problem, exit 2. Interrupts follow ``flows.interrupts``:
+any of them ends in exit 2.
 """
 
 from __future__ import annotations
 
+from flows.interrupts import guard_start_up
+
+if __name__ == "__main__":  # ``python -m flows.run``: an interrupt during the slow imports below exits 2, quietly
+    guard_start_up()
+
 import json
 import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import click
@@ -21,14 +27,15 @@ from rich.console import Console
 
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
-from fixtures_core.execution.sampling import ProcessGroups
+from fixtures_core.execution.containment import Containment
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, bless_refusal, new_run_id
 from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import Progress
-from fixtures_core.runner import RunOptions, plan
+from fixtures_core.runner import RunOptions, plan, record
+from flows.interrupts import Interrupted, InterruptGuard, exit_now
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 
 if TYPE_CHECKING:
@@ -41,10 +48,17 @@ SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_S
 FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
 JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
-out = Console(highlight=False)
+out = Console(highlight=False, markup=False)  # names and labels are text, never markup
 if not out.is_terminal and "COLUMNS" not in os.environ:
-    out = Console(highlight=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, markup=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
+err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+# Click's exceptions: recent typer releases vendor their own copy of click, with their own classes.
+_CLICK_ERRORS: tuple[type[Exception], ...] = (
+    click.ClickException,
+    getattr(typer, "TyperException", click.ClickException),
+)
+_ABORTS: tuple[type[Exception], ...] = (click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort))
+_guards: list[InterruptGuard] = []  # the guard of the command running now (main() pushes, pops)
 
 
 class Exit(Exception):
@@ -56,7 +70,7 @@ class Exit(Exception):
 
 @app.command("run")
 def run_command(
-    paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     repeat: Annotated[Optional[int], typer.Option("--repeat", help="Override every row's repeat.")] = None,
@@ -104,6 +118,8 @@ def run_command(
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
     _check_json_path(json_path)
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise UsageError(f"--out {out_dir} is not a folder: give the state folder (default .assay)")
     if not progress_interval > 0:
         raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
     if bless and dry_run:
@@ -117,10 +133,17 @@ def run_command(
         raise UsageError("--tag tags the Prefect flow run: --engine local has none")
     links: list[str] = []
     run = execute_run(options, progress, progress_interval, tuple(tags or ()), announce=links.append)
-    _report(run, json_path, links)
-    if bless:
-        _bless_if_passed(run, out_dir)
-    raise Exit(EXIT[run.verdict])
+    guard = _guard()
+    try:
+        if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
+            run = _recorded_as_interrupted(run, options, guard.received[0])
+        _report(run, json_path, links)
+        if bless and not guard.interrupted:
+            _bless_if_passed(run, out_dir)
+    except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
+        _recorded_as_interrupted(run, options, interrupt.signal_name)
+        raise
+    raise Exit(2 if guard.interrupted else EXIT[run.verdict])
 
 
 def _check_json_path(json_path: Path | None) -> None:
@@ -131,21 +154,20 @@ def _check_json_path(json_path: Path | None) -> None:
 def _report(run: RunResult, json_path: Path | None, links: Sequence[str] = ()) -> None:
     """Write ``--json``, print the terminal report and the flow run's address in the Prefect UI."""
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+        _write_json_copy(json_path, run)
     terminal.render(run, out)
     for link in links:
-        out.print(f"Prefect flow run: {link}", markup=False, soft_wrap=True)
+        out.print(f"Prefect flow run: {link}", soft_wrap=True)
 
 
 def _bless_if_passed(run: RunResult, out_dir: str) -> None:
     """``run --bless``: bless a PASS run as 'shipped'; say why another is not blessed."""
     refusal = bless_refusal(run)
     if refusal is not None:
-        out.print(f"not blessed: {refusal}", markup=False)
+        out.print(f"not blessed: {refusal}")
         return
     target = Store(Path(out_dir)).bless(run.run_id, "shipped")
-    out.print(f"blessed {run.run_id} as 'shipped': {target}", markup=False)
+    out.print(f"blessed {run.run_id} as 'shipped': {target}")
 
 
 def execute_run(
@@ -159,21 +181,21 @@ def execute_run(
 
     The Prefect engine first picks its API (``flows.server``: PREFECT_API_URL,
     else this Prefect home's local server, started on first use); ``announce``
-    gets the flow run's UI address.
+    gets the flow run's UI address. Every process of the run is contained
+    (``Containment``); signals follow ``flows.interrupts``.
     """
     planned = plan(options)
     run_id = new_run_id()
-    groups = ProcessGroups()
     counts = Progress(planned.matrix)
     backend = None if options.engine == "local" else _prefect_backend()
-    with _interrupts_cancel(groups), ProgressDisplay(counts, err, progress, interval):
+    with Containment() as containment, _guard().running(containment), ProgressDisplay(counts, err, progress, interval):
         if options.engine == "local":
             from flows.local import run_locally
 
-            return run_locally(planned, options, run_id, groups, counts)
+            return run_locally(planned, options, run_id, containment, counts)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, groups, planned, counts, backend, tags, announce)
+        return run_with_prefect(options, run_id, containment, planned, counts, backend, tags, announce)
 
 
 def _prefect_backend() -> Backend:
@@ -184,39 +206,46 @@ def _prefect_backend() -> Backend:
 
 def _say(message: str) -> None:
     """A progress line on stderr (e.g. while the local Prefect server starts)."""
-    err.print(f"assay: {message}", markup=False)
+    err.print(f"assay: {message}")
 
 
-class _interrupts_cancel:
-    """First SIGINT/SIGTERM cancels the run (its process groups die, the run closes as ERR);
-    a second one stops at once."""
+def _write_json_copy(path: Path, run: RunResult) -> None:
+    """``--json FILE``: the run document there too (the run itself is recorded already)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise AssayError(f"--json {path}: cannot write the run document: {exc.strerror or exc}") from None
 
-    def __init__(self, groups: ProcessGroups) -> None:
-        self.groups = groups
-        self.previous: dict[int, object] = {}
 
-    def __enter__(self) -> None:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self.previous[signum] = signal.signal(signum, self._handle)
+def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: str) -> RunResult:
+    """The run written again as ERR: an interrupt came after its samples had finished.
 
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+    Its report files are written again too; a GitHub step summary, which is
+    appended to, is not.
+    """
+    if run.status == "ERR" and (run.error or "").startswith("interrupted"):
+        return run
+    was = f" (it was {run.verdict})" if run.verdict != "ERR" else ""
+    marked = replace(run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}")
+    record(marked, options)
+    return marked
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.groups.cancelled.is_set():
-            raise KeyboardInterrupt
-        err.print(f"assay: {signal.Signals(signum).name}: cancelling samples (again to stop at once)")
-        self.groups.cancel()
+
+def _guard() -> InterruptGuard:
+    """The guard of the running command; a fresh one (no handlers) when called outside ``main``."""
+    return _guards[-1] if _guards else InterruptGuard()
 
 
 @app.command("validate")
-def validate_command(paths: Annotated[list[str], typer.Argument(help="Fixture files or folders of them.")]) -> None:
+def validate_command(
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
+) -> None:
     """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
     matrix = plan(RunOptions(paths=tuple(paths))).matrix
     warnings = [w for f in matrix.files for w in f.warnings]
     for warning in warnings:
-        err.print(f"warning: {warning}", markup=False)
+        err.print(f"warning: {warning}")
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
     noted = f", {len(warnings)} warnings" if warnings else ""
@@ -232,7 +261,7 @@ def bless_command(
 ) -> None:
     """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS unless --force."""
     target = Store(Path(out_dir)).bless(run_ref, name, force=force)
-    out.print(f"blessed {run_ref} as '{name}': {target}", markup=False)
+    out.print(f"blessed {run_ref} as '{name}': {target}")
 
 
 @app.command("rejudge")
@@ -255,13 +284,12 @@ def rejudge_command(
         paths=(), out=out_dir, judge=judge, seed=seed, baseline=baseline, tolerance=tolerance, label=label,
         parallel=parallel, engine="local",
     )  # fmt: skip
-    groups = ProcessGroups()
-    with _interrupts_cancel(groups):
-        rejudged = rejudge(run_ref, options, groups)
+    with Containment() as containment, _guard().running(containment):
+        rejudged = rejudge(run_ref, options, containment)
     for warning in rejudged.warnings:
-        err.print(f"warning: {warning}", markup=False)
+        err.print(f"warning: {warning}")
     _report(rejudged.run, json_path)
-    raise Exit(EXIT[rejudged.run.verdict])
+    raise Exit(2 if _guard().interrupted else EXIT[rejudged.run.verdict])
 
 
 @app.command("compare")
@@ -283,9 +311,7 @@ def compare_command(
     baseline = load_run(baseline_path)
     current = load_run(store.resolve_run(current_ref))
     if current.status == "ERR":
-        err.print(
-            f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison", markup=False
-        )
+        err.print(f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison")
         raise Exit(2)
     comparison = compare(baseline, current, tolerance, str(baseline_path))
     terminal.render_comparison_lines(comparison, out)
@@ -317,7 +343,7 @@ def report_command(
     files.check()
     run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
     for path in files.write(run, step_summary_file() if summary is not None else None):
-        out.print(f"wrote {path}", markup=False)
+        out.print(f"wrote {path}")
 
 
 @app.command("history")
@@ -343,7 +369,7 @@ def server_start_command(
     from flows.server import ensure_started, prefect_home
 
     found = ensure_started(prefect_home(), port, say=_say)
-    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}", markup=False)
+    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}")
 
 
 @server_app.command("stop")
@@ -361,75 +387,136 @@ def server_status_command() -> None:
     from flows.server import find, prefect_home, status
 
     home = prefect_home()
-    out.print(status(home), markup=False)
+    out.print(status(home))
     raise Exit(0 if find(home) is not None else 1)
 
 
 SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge", "server")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI on ``argv`` and return the exit code."""
+def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
+    """Run the CLI on ``argv`` and return the exit code.
+
+    SIGINT, SIGTERM and SIGHUP are assay's while it runs; inside another
+    program they are given back afterwards, while ``last`` (the process ends
+    after this) keeps them so that a signal during shutdown still exits 2.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
-    return _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False))
+    guard = InterruptGuard()
+    guard.install()
+    _guards.append(guard)
+    try:
+        code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
+        if guard.interrupted:
+            code = 2
+        if last and guard.stopped_at_once:
+            # Stopped at once: the run's threads may still be inside C extensions, and interpreter
+            # shutdown would tear them down mid-call (an abort, not exit 2). Every sample is dead;
+            # the watchdog stops what assay started besides (a temporary Prefect server).
+            exit_now(code=2)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        return code
+    finally:
+        _guards.remove(guard)
+        if last:
+            guard.exiting()
+        else:
+            guard.restore()
 
 
-def module_main(argv: Sequence[str] | None = None) -> int:
+def module_main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
     """``python -m flows.run PATH...`` means ``assay run PATH...``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
         args = ["run", *args]
-    return main(args)
+    return main(args, last=last)
 
 
-def _invoke(call: Callable[[], object]) -> int:
+def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
     try:
-        call()
+        returned = call()
     except Exit as done:
         return done.code
+    except Interrupted as interrupt:
+        err.print(f"error: {interrupt.message}")
+        return 2
     except ValidationFailed as exc:
         for error in exc.errors:
-            err.print(f"error: {error}", markup=False)
+            err.print(f"error: {error}")
         return 2
     except AssayError as exc:
-        err.print(f"error: {exc}", markup=False)
+        err.print(f"error: {exc}")
         return 2
-    except click.exceptions.Abort:
+    except _CLICK_ERRORS as exc:
+        _usage_error(exc, args)
+        return 2
+    except _ABORTS:  # end of input where a prompt wanted an answer
         err.print("error: aborted")
-        return 2
-    except click.ClickException as exc:
-        exc.show()
         return 2
     except KeyboardInterrupt:
         err.print("error: interrupted")
         return 2
     except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        err.print(f"error:{where}: {exc.strerror or exc}", markup=False)
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"error: {where}{exc.strerror or exc}")
         return 2
     except Exception as exc:  # a bug: one line, exit 2 (an error, never "fail"); ASSAY_DEBUG=1 shows the traceback
         if os.environ.get("ASSAY_DEBUG"):
             raise
-        err.print(f"error: internal error: {type(exc).__name__}: {exc} (ASSAY_DEBUG=1 shows where)", markup=False)
+        err.print(f"error: internal error: {type(exc).__name__}: {exc} (ASSAY_DEBUG=1 shows where)")
+        return 2
+    # typer returns an exit code instead of raising: 0 after --help, 130 for a KeyboardInterrupt
+    if isinstance(returned, int) and not isinstance(returned, bool) and returned != 0:
         return 2
     return 0
 
 
+def _usage_error(exc: Exception, args: Sequence[str]) -> None:
+    """The usage line of the command concerned, then the problem: two lines, exit 2."""
+    context = getattr(exc, "ctx", None)
+    usage = context.get_usage() if context is not None else _usage_of(args)
+    err.print("usage: " + usage.removeprefix("Usage: ").strip())
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    err.print(f"error: {message or 'give a command: ' + ', '.join(_commands_of(context))}")
+
+
+def _commands_of(context: object) -> Sequence[str]:
+    """The subcommands of the group a usage error is about (``assay server``'s, or assay's own)."""
+    group = getattr(context, "command", None)
+    lister = getattr(group, "list_commands", None)
+    return list(lister(context)) if callable(lister) else SUBCOMMANDS
+
+
+def _usage_of(args: Sequence[str]) -> str:
+    """The usage line of the subcommand named first in ``args`` (or of assay itself)."""
+    group = typer.main.get_command(app)
+    root = group.make_context("assay", [], resilient_parsing=True)
+    name = args[0] if args and args[0] in SUBCOMMANDS else None
+    lookup = getattr(group, "get_command", None)  # a group (of typer's click copy, or click's)
+    command = lookup(root, name) if name is not None and lookup is not None else None
+    if command is None:
+        return root.get_usage()
+    return str(command.make_context(name, [], parent=root, resilient_parsing=True).get_usage())
+
+
 def cli() -> None:
-    """Console-script entry point."""
-    leave(main())
+    """Console-script entry point (``flows.launch`` guards the imports before it)."""
+    leave(main(last=True))
 
 
 def leave(code: int) -> None:
     """Exit with ``code``; after a Prefect run whose logs and events are delivered, skip the
-    interpreter's slow shutdown (nothing is left to write: the run document is on disk)."""
+    interpreter's slow shutdown (nothing is left to write: the run document is on disk).
+
+    A signal from here on exits 2 at once (``main(last=True)`` left its guard in place).
+    """
     matrix = sys.modules.get("flows.matrix")
     if matrix is not None and matrix.deliver_before_exit():
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_now(code=code)
     sys.exit(code)
 
 
 if __name__ == "__main__":
-    leave(module_main())
+    leave(module_main(last=True))

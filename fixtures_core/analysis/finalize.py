@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, cast
 
 from fixtures_core.analysis.metrics import (
     aggregate,
@@ -32,6 +30,9 @@ from fixtures_core.results import (
     worst,
 )
 from fixtures_core.spec import MetricSpec, RowSpec
+
+if TYPE_CHECKING:  # imported where it is used: pandas costs ~0.25 s, and most commands never finalize
+    import pandas as pd
 
 RowListener = Callable[[RowResult], None]
 
@@ -96,6 +97,8 @@ def summarize(rows: Sequence[RowResult], k: int | None = None, group_by: Sequenc
 
 def metric_table(rows: Sequence[RowResult]) -> pd.DataFrame:
     """One DataFrame row per (row, sample, metric): its value, extraction status and error."""
+    import pandas as pd
+
     records = [
         (row.id, sample.index, name, value.value, value.status, value.error)
         for row in rows
@@ -140,7 +143,10 @@ def _summary(metric: MetricSpec, required: int, extracted: Extracted) -> MetricS
     values = extracted.values
     base = dict(unit=metric.unit, aggregate=metric.aggregate, direction=metric.direction, gate=metric.gate,
                 values=values, threshold=metric.threshold)  # fmt: skip
-    value = aggregate(values, metric.aggregate) if values else None
+    try:
+        value = aggregate(values, metric.aggregate) if values else None
+    except ValueError as exc:  # it overflows: an error of this metric, not of the run
+        return MetricSummary(status="error", error=str(exc), **base)  # type: ignore[arg-type]
     if extracted.error is not None:
         return MetricSummary(status="error", value=value, error=extracted.error, **base)  # type: ignore[arg-type]
     if len(values) < required:

@@ -20,13 +20,17 @@ from fixtures_core.spec import Aggregate, Direction, Threshold
 
 
 def aggregate(values: Sequence[float], kind: Aggregate) -> float:
-    """The selected aggregate of a non-empty list of values."""
+    """The selected aggregate of a non-empty list of values; ValueError when it overflows a double."""
     if not values:
         raise ValueError(f"cannot take the {kind} of no values")
-    if kind == "mean":
-        return math.fsum(values) / len(values)
-    if kind == "median":
-        return float(statistics.median(values))
+    if kind in ("mean", "median"):
+        try:
+            value = math.fsum(values) / len(values) if kind == "mean" else float(statistics.median(values))
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            raise ValueError(f"the {kind} of these values overflows a double")
+        return value
     if kind == "min":
         return float(min(values))
     if kind == "max":

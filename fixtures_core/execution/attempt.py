@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fixtures_core.execution.checks import check_sample
-from fixtures_core.execution.sampling import Execution, ProcessGroups, execute
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.sampling import Execution, execute
 from fixtures_core.execution.workspace import (
     Changes,
     Workspace,
@@ -71,7 +72,7 @@ def run_attempt(
     cwd: str,
     tmpdir: str,
     settings: RunSettings,
-    groups: ProcessGroups,
+    containment: Containment,
 ) -> SampleResult:
     """Run sample ``index`` of ``row`` as an attempt; its evidence lands under the run folder.
 
@@ -86,7 +87,7 @@ def run_attempt(
     scratch = Path(tempfile.mkdtemp(prefix="assay-ws-", dir=settings.tmp_root))
     cel: Mapping[str, object] = cel_variables(record, "")
     try:
-        workspace = _prepare(row, scratch, deadline, values, env, groups, trail)
+        workspace = _prepare(row, scratch, deadline, values, env, containment, trail)
         if workspace is not None:
             cwd = os.path.normpath(workspace.path / render(row.cwd, values)) if row.cwd else str(workspace.path)
             values.update(CWD=cwd, workDir=cwd)
@@ -97,14 +98,14 @@ def run_attempt(
         else:
             started = time.monotonic()
             execution = execute(
-                argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, groups=groups
+                argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, containment=containment
             )
             trail.timing["arm_ms"] = _ms_since(started)
         trail.text("stdout.txt", execution.stdout.decode("utf-8", "replace"))
         trail.text("stderr.txt", execution.stderr.decode("utf-8", "replace"))
         stopped = None
         if workspace is not None and not (execution.timed_out or execution.cancelled or execution.error):
-            record, cel, stopped = _inspect(row, workspace, values, env, groups, record, trail)
+            record, cel, stopped = _inspect(row, workspace, values, env, containment, record, trail)
         return _finish(row, index, stopped or execution, tmpdir, values, record, cel, settings.dry_run, trail)
     except WorkspaceError as exc:
         failed = Execution(None, b"", b"", 0.0, error=str(exc))
@@ -135,7 +136,7 @@ def _prepare(
     deadline: float,
     values: dict[str, object],
     env: dict[str, str],
-    groups: ProcessGroups,
+    containment: Containment,
     trail: _Trail,
 ) -> Workspace | None:
     """Copy, commit, set up and commit again; None for a row without a workspace (dry run)."""
@@ -143,13 +144,15 @@ def _prepare(
         return None
     started = time.monotonic()
     source = workspace_folder(row)
-    workspace = copy_workspace(source, scratch / (source.name or "workspace"), deadline, groups)
+    workspace = copy_workspace(source, scratch / (source.name or "workspace"), deadline, containment)
     values[WORKSPACE_NAME] = str(workspace.path)
     env["ASSAY_WORKSPACE"] = str(workspace.path)
     setup = row.ab.suite.setup
     if setup is not None:
         command = render(setup, values)
-        done = execute(["bash", "-c", command], deadline=deadline, cwd=str(workspace.path), env=env, groups=groups)
+        done = execute(
+            ["bash", "-c", command], deadline=deadline, cwd=str(workspace.path), env=env, containment=containment
+        )
         output = (done.stdout + done.stderr).decode("utf-8", "replace")
         trail.text("setup.txt", f"$ {command}\n{output}")
         if done.exit_code != 0:
@@ -167,7 +170,7 @@ def _inspect(
     workspace: Workspace,
     values: dict[str, object],
     env: dict[str, str],
-    groups: ProcessGroups,
+    containment: Containment,
     record: Attempt,
     trail: _Trail,
 ) -> tuple[Attempt, Mapping[str, object], Execution | None]:
@@ -182,7 +185,7 @@ def _inspect(
     specs = [spec for spec in suite.verify if matches_case(spec.rows, case)]
     started = time.monotonic()
     results, stopped = run_verify(
-        specs, [render(s.run, values) for s in specs], workspace.path, env, workspace.deadline, groups
+        specs, [render(s.run, values) for s in specs], workspace.path, env, workspace.deadline, containment
     )
     trail.timing["verify_ms"] = _ms_since(started)
     found = replace(

@@ -18,6 +18,7 @@ from fixtures_core.cel import CelValue, Program, compile_expression, declarable_
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.ansi import ansi_facts
 from fixtures_core.execution.sampling import Execution
+from fixtures_core.limits import LimitExceeded
 from fixtures_core.parsing.builtins import cel_names
 from fixtures_core.results import Check, MetricValue, SampleResult, Status
 from fixtures_core.spec import RowSpec
@@ -101,7 +102,7 @@ def check_sample(
         )
     context = _context(row, index, stdout, stderr, execution, tmpdir, programs, names)
     context.update(extra or {})
-    not_json = f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
+    not_json = _not_json(stdout) if programs.uses_json and "json" not in context else ""
     if execution.truncated:
         not_json += " (stdout was cut at the capture limit)"
     assertion = _assert(programs.assertion, context, not_json) if programs.assertion else None
@@ -202,13 +203,24 @@ def _context(
     return context
 
 
+def _not_json(stdout: str) -> str:
+    """Why ``json`` is missing from a sample's context (the error path only: it parses again)."""
+    try:
+        parse_json(stdout.strip())
+    except LimitExceeded as exc:
+        return f"stdout is {exc}"
+    except ValueError:
+        pass
+    return f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
+
+
 def _parse_observation(stdout: str) -> object | None:
     text = stdout.strip()
     if not text or text[0] not in "[{":
         return None
     try:
         parsed = parse_json(text)
-    except ValueError:
+    except ValueError:  # LimitExceeded too: _not_json says which
         return None
     return parsed if isinstance(parsed, (dict, list)) else None
 

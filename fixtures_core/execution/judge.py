@@ -35,7 +35,8 @@ from pathlib import Path
 
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import folder_name
-from fixtures_core.execution.sampling import ProcessGroups, execute
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.sampling import execute
 from fixtures_core.parsing.template import render
 from fixtures_core.results import SampleResult
 from fixtures_core.suite import JudgeSpec
@@ -155,21 +156,21 @@ def judge_all(
     calls: Mapping[str, JudgeCall],
     samples: Mapping[str, Mapping[int, Mapping[str, SampleResult]]],
     settings: JudgeSettings,
-    groups: ProcessGroups,
+    containment: Containment,
 ) -> list[Judgment]:
     """Judge every (case, sample) with all arms present, ``settings.parallel`` at a time, in order."""
     work = [(case, index) for case in calls for index in sorted(samples.get(case, {}))]
 
     def one(item: tuple[str, int]) -> Judgment:
         case, index = item
-        return judge_sample(calls[case], index, samples[case][index], settings, groups)
+        return judge_sample(calls[case], index, samples[case][index], settings, containment)
 
     with ThreadPoolExecutor(max_workers=max(1, settings.parallel), thread_name_prefix="assay-judge") as pool:
         return list(pool.map(one, work))
 
 
 def judge_sample(
-    call: JudgeCall, index: int, arms: Mapping[str, SampleResult], settings: JudgeSettings, groups: ProcessGroups
+    call: JudgeCall, index: int, arms: Mapping[str, SampleResult], settings: JudgeSettings, containment: Containment
 ) -> Judgment:
     """One judgment (two calls with swap), mapped back to arms; its files under ``judge/CASE/SAMPLE``."""
     relative = f"{JUDGE_FOLDER}/{folder_name(call.case)}/{index}"
@@ -184,7 +185,7 @@ def judge_sample(
         orders.append(("-swapped", dict(zip(labels, reversed(arms_in_order), strict=True))))
     outcomes = []
     for suffix, order in orders:
-        outcome = _call(call, index, order, evidence, folder, suffix, settings, groups)
+        outcome = _call(call, index, order, evidence, folder, suffix, settings, containment)
         if isinstance(outcome, Judgment):
             return _with_base(outcome, base)
         outcomes.append(outcome)
@@ -219,7 +220,7 @@ def _call(
     folder: Path,
     suffix: str,
     settings: JudgeSettings,
-    groups: ProcessGroups,
+    containment: Containment,
 ) -> _Outcome | Judgment:
     """Run the judge once on one labelling; its outcome by arm, or a failed Judgment."""
     document = {
@@ -236,7 +237,7 @@ def _call(
         deadline=time.monotonic() + call.spec.timeout_s,
         cwd=call.cwd,
         env=env,
-        groups=groups,
+        containment=containment,
         stdin=payload,
     )
     stdout = done.stdout.decode("utf-8", "replace")
@@ -378,12 +379,16 @@ def _mean_score(a: ArmScore, b: ArmScore) -> ArmScore:
     )
 
 
-def provenance_of(spec: JudgeSpec, cwd: str, groups: ProcessGroups) -> str | None:
+def provenance_of(spec: JudgeSpec, cwd: str, containment: Containment) -> str | None:
     """The output of the judge's ``provenance:`` command (e.g. ``codex --version``), first lines only."""
     if spec.provenance is None:
         return None
     done = execute(
-        ["bash", "-c", spec.provenance], deadline=time.monotonic() + 60, cwd=cwd, env=dict(os.environ), groups=groups
+        ["bash", "-c", spec.provenance],
+        deadline=time.monotonic() + 60,
+        cwd=cwd,
+        env=dict(os.environ),
+        containment=containment,
     )
     text = (done.stdout or done.stderr).decode("utf-8", "replace").strip()
     if done.exit_code != 0:

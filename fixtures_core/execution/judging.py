@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.judge import (
     JudgeCall,
     JudgeSettings,
@@ -22,7 +23,6 @@ from fixtures_core.execution.judge import (
     provenance_of,
     rubric_text,
 )
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import JudgeSpec, SuiteSpec
@@ -58,7 +58,7 @@ def judge_suite(
     specs: Sequence[RowSpec],
     rows: Sequence[RowResult],
     settings: JudgeSettings,
-    groups: ProcessGroups,
+    containment: Containment,
 ) -> SuiteJudging:
     """Judge every case of ``suite`` whose arms all ran a sample."""
     assert suite.judge is not None
@@ -75,8 +75,8 @@ def judge_suite(
         calls[case] = JudgeCall(judge, judge_command(judge, values), case, first.ab.shared, first.source_dir, rubric)
         samples[case] = _complete_samples({arm: results[spec.id] for arm, spec in arms.items() if spec.id in results})
     cwd = next((spec.source_dir for spec in members), ".")
-    judgments = judge_all(calls, samples, settings, groups)
-    return SuiteJudging(suite.file, judge, settings.seed, tuple(judgments), provenance_of(judge, cwd, groups))
+    judgments = judge_all(calls, samples, settings, containment)
+    return SuiteJudging(suite.file, judge, settings.seed, tuple(judgments), provenance_of(judge, cwd, containment))
 
 
 def _cases(members: Sequence[RowSpec]) -> dict[str, dict[str, RowSpec]]:

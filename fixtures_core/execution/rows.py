@@ -18,7 +18,8 @@ from pathlib import Path
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
-from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, ProcessGroups, execute
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, execute
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
@@ -47,11 +48,13 @@ SampleRunner = Callable[[RowSpec, int, float], SampleResult]
 SampleListener = Callable[[RowSpec, SampleResult], None]
 
 
-def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings, groups: ProcessGroups) -> SampleResult:
+def run_sample(
+    row: RowSpec, index: int, deadline: float, settings: RunSettings, containment: Containment
+) -> SampleResult:
     """Execute and check sample ``index`` of ``row`` before ``deadline`` (monotonic)."""
     tmpdir = tempfile.mkdtemp(prefix=f"assay-{index}-", dir=settings.tmp_root)
     try:
-        sample, env = _execute_and_check(row, index, deadline, settings, groups, tmpdir)
+        sample, env = _execute_and_check(row, index, deadline, settings, containment, tmpdir)
         # Checks saw the real output; everything kept from here on is masked.
         return redactor(row.redaction, env).sample(sample)
     finally:
@@ -60,19 +63,21 @@ def run_sample(row: RowSpec, index: int, deadline: float, settings: RunSettings,
 
 
 def _execute_and_check(
-    row: RowSpec, index: int, deadline: float, settings: RunSettings, groups: ProcessGroups, tmpdir: str
+    row: RowSpec, index: int, deadline: float, settings: RunSettings, containment: Containment, tmpdir: str
 ) -> tuple[SampleResult, Mapping[str, str]]:
     """The checked sample and the environment it ran with."""
     try:
         values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id)
         if needs_attempt(row, settings.dry_run):
-            return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, groups), env
+            return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, containment), env
         argv = [render(arg, values) for arg in row.argv]
     except TemplateError as exc:
         return check_sample(row, index, Execution(None, b"", b"", 0.0, error=f"template: {exc}"), tmpdir), os.environ
     if not os.path.isdir(cwd):
         return missing_cwd_sample(row, index, cwd), env
-    execution = execute(argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, groups=groups)
+    execution = execute(
+        argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, containment=containment
+    )
     return check_sample(row, index, execution, tmpdir, values), env
 
 
@@ -113,7 +118,7 @@ def _expand_variables(text: str, env: Mapping[str, str]) -> str:
     return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
 
 
-def skip_reason(row: RowSpec, deadline: float, settings: RunSettings, groups: ProcessGroups) -> str | None:
+def skip_reason(row: RowSpec, deadline: float, settings: RunSettings, containment: Containment) -> str | None:
     """Why the row is skipped: its static reason, or its skip command exiting 0 (run with bash, as in Gavel)."""
     if row.skip or not row.skip_command:
         return row.skip
@@ -128,7 +133,7 @@ def skip_reason(row: RowSpec, deadline: float, settings: RunSettings, groups: Pr
             cwd=cwd if os.path.isdir(cwd) else None,
             env=env,
             capture_limit=4096,
-            groups=groups,
+            containment=containment,
         )
     if execution.timed_out:
         raise _SkipTimedOut(f"skip command {row.skip_command!r} did not finish within the row's time budget")
@@ -142,23 +147,23 @@ class _SkipTimedOut(Exception):
 def run_row(
     row: RowSpec,
     settings: RunSettings,
-    groups: ProcessGroups,
+    containment: Containment,
     sample_runner: SampleRunner | None = None,
     on_sample: SampleListener | None = None,
 ) -> RowResult:
     """Run every sample of ``row`` and combine them into one result."""
     deadline = time.monotonic() + row.timeout_s
     try:
-        skipped = skip_reason(row, deadline, settings, groups)
+        skipped = skip_reason(row, deadline, settings, containment)
         if skipped is not None:
             return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
     except _SkipTimedOut as exc:
         return _result(row, (), "ERR", str(exc))
-    runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, groups))
+    runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, containment))
     samples: list[SampleResult] = []
     error: str | None = None
     for index in range(row.repeat):
-        if groups.cancelled.is_set():
+        if containment.cancelled.is_set():
             error = f"cancelled after {index} of {row.repeat} samples"
             break
         if time.monotonic() >= deadline:

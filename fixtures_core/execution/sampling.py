@@ -1,8 +1,9 @@
-"""Run one sample's process: own process group, a deadline, capped capture.
+"""Run one sample's process: contained, under a deadline, with capped capture.
 
-The process runs in a new session so that a timeout or a cancellation can
-kill everything it started. Output beyond the cap is read and dropped (the
-head is kept), so a chatty command can neither block nor exhaust memory.
+The sample's processes are contained (``containment``): a timeout, a
+cancellation or the end of the sample stops every one of them, gracefully
+first. Output beyond the cap is read and dropped (the head is kept), so a
+chatty command can neither block nor exhaust memory.
 """
 
 from __future__ import annotations
@@ -11,19 +12,20 @@ import contextlib
 import math
 import os
 import selectors
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from fixtures_core.execution.containment import ContainedSample, Containment
+
 DEFAULT_CAPTURE_LIMIT = 1024 * 1024
 _CHUNK = 65536
 _POLL_S = 0.25
-_GRACE_S = 2.0  # how long to read after the group is killed
+_TICK_S = 0.02  # while stopping: how often to look whether the sample's processes are gone
+_DRAIN_AFTER_KILL_S = 2.0  # how long to read after SIGKILL (something out of reach may hold a pipe)
 
 
 @dataclass(frozen=True)
@@ -40,37 +42,6 @@ class Execution:
     error: str | None = None
 
 
-class ProcessGroups:
-    """The live process groups of a run, so that cancellation can kill them all."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._groups: set[int] = set()
-        self.cancelled = threading.Event()
-
-    def add(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.add(pgid)
-
-    def discard(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.discard(pgid)
-
-    def cancel(self) -> None:
-        """Mark the run cancelled and kill every live group."""
-        self.cancelled.set()
-        with self._lock:
-            groups = list(self._groups)
-        for pgid in groups:
-            kill_group(pgid)
-
-
-def kill_group(pgid: int) -> None:
-    """SIGKILL a whole process group; a group already gone is fine."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def execute(
     argv: Sequence[str],
     *,
@@ -78,46 +49,42 @@ def execute(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
-    groups: ProcessGroups | None = None,
+    containment: Containment | None = None,
     stdin: bytes | None = None,
 ) -> Execution:
-    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes; ``stdin`` is its input."""
+    """Run ``argv`` until it exits or ``deadline`` (time.monotonic) passes; ``stdin`` is its input.
+
+    Every process it starts is stopped before this returns (``containment``:
+    the run's; without one, a private one for this call).
+    """
+    if containment is None:
+        with Containment() as own:
+            return execute(
+                argv, deadline=deadline, cwd=cwd, env=env, capture_limit=capture_limit, containment=own, stdin=stdin
+            )
     started = time.monotonic()
-    if groups is not None and groups.cancelled.is_set():
+    if containment.cancelled.is_set():
         return Execution(None, b"", b"", 0.0, cancelled=True, error="cancelled before start")
     try:
         with _input(stdin) as source:  # a file, not a pipe: a large input can never block the reader below
-            process = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=source,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            sample = containment.start(argv, cwd=cwd, env=env, stdin=source)
     except OSError as exc:
         return Execution(None, b"", b"", _ms_since(started), error=_start_error(argv, cwd, exc))
-    if groups is not None:
-        groups.add(process.pid)
-        if groups.cancelled.is_set():  # cancel() ran between the check above and add()
-            kill_group(process.pid)
     try:
-        stdout, stderr, truncated, timed_out = _drain(process, deadline, capture_limit)
-        exit_code, timed_out = _wait(process, deadline, timed_out)
+        stdout, stderr, truncated, stopped = _supervise(sample, deadline, capture_limit, containment)
     finally:
-        kill_group(process.pid)  # reap anything the command left running in its group
-        if groups is not None:
-            groups.discard(process.pid)
-    cancelled = groups is not None and groups.cancelled.is_set() and exit_code < 0
+        if sample.remaining():  # only when supervising was itself interrupted
+            sample.kill_and_wait()
+        exit_code = sample.finish()
+    interrupted = stopped in ("timeout", "cancelled")
     return Execution(
-        exit_code=None if (timed_out or cancelled) else exit_code,
+        exit_code=None if interrupted else exit_code,
         stdout=stdout,
         stderr=stderr,
         duration_ms=_ms_since(started),
         truncated=truncated,
-        timed_out=timed_out,
-        cancelled=cancelled,
+        timed_out=stopped == "timeout",
+        cancelled=stopped == "cancelled",
     )
 
 
@@ -138,52 +105,63 @@ def _start_error(argv: Sequence[str], cwd: str | None, exc: OSError) -> str:
     return f"cannot start {argv[0]!r}: {exc.strerror}"
 
 
-def _wait(process: subprocess.Popen[bytes], deadline: float, timed_out: bool) -> tuple[int, bool]:
-    """Wait for the leader, which may outlive its pipes (``exec >&-``), up to the deadline."""
-    if timed_out:
-        return process.wait(), True
-    try:
-        return process.wait(timeout=max(deadline - time.monotonic(), 0.0)), False
-    except subprocess.TimeoutExpired:
-        kill_group(process.pid)
-        return process.wait(), True
+def _supervise(
+    sample: ContainedSample, deadline: float, limit: int, containment: Containment
+) -> tuple[bytes, bytes, bool, str | None]:
+    """Read both pipes (at most ``limit`` bytes kept of each) while the sample runs, and stop it.
 
-
-def _drain(process: subprocess.Popen[bytes], deadline: float, limit: int) -> tuple[bytes, bytes, bool, bool]:
-    """Read both pipes to EOF, keeping at most ``limit`` bytes of each.
-
-    The group is killed when the deadline passes or once the leader has
-    exited; after that, reading stops within ``_GRACE_S`` even if a process
-    that left the group (``setsid``) still holds a pipe open.
+    The sample is stopped (SIGTERM, grace, SIGKILL) when the deadline passes
+    (``"timeout"``), when the run is cancelled (``"cancelled"``), or once its
+    leader has exited: what it left running gets a quiet moment (``_POLL_S``)
+    to finish writing, then is stopped too (``None``: the sample ended by
+    itself). After SIGKILL, reading stops within ``_DRAIN_AFTER_KILL_S`` even
+    if something out of reach still holds a pipe open.
     """
-    assert process.stdout is not None and process.stderr is not None
-    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    popen = sample.popen
+    assert popen.stdout is not None and popen.stderr is not None
+    out_fd, err_fd = popen.stdout.fileno(), popen.stderr.fileno()
     kept = {out_fd: bytearray(), err_fd: bytearray()}
-    truncated = timed_out = False
-    give_up = math.inf  # set when the group has been killed
+    truncated = False
+    stopped: str | None = None
+    kill_at = give_up = math.inf  # set when stopping starts (SIGTERM sent) and when SIGKILL is sent
     leader_gone_at: float | None = None
     with selectors.DefaultSelector() as selector:
-        for pipe in (process.stdout, process.stderr):
-            selector.register(pipe.fileno(), selectors.EVENT_READ)
-        while selector.get_map():
+        for fd in (out_fd, err_fd):
+            selector.register(fd, selectors.EVENT_READ, "pipe")
+        if sample.leader_fd is not None:
+            selector.register(sample.leader_fd, selectors.EVENT_READ, "leader")
+        events: list[tuple[selectors.SelectorKey, int]] = []
+        while True:
             now = time.monotonic()
-            if now >= give_up:
+            pipes_open = any(key.data == "pipe" for key in selector.get_map().values())
+            if kill_at == math.inf:  # running
+                if containment.cancelled.is_set():  # first: cancel()'s SIGTERM may be why the leader exited
+                    stopped, kill_at = "cancelled", _begin_stop(sample, containment, now)
+                elif sample.leader_exited():
+                    # What it left holding the pipes gets one more round of reading, then a quiet one.
+                    noticed_before = leader_gone_at is not None
+                    leader_gone_at = now if leader_gone_at is None else leader_gone_at
+                    if not pipes_open or noticed_before and (not events or now - leader_gone_at >= _POLL_S):
+                        kill_at = _begin_stop(sample, containment, now)
+                elif now >= deadline:
+                    stopped, kill_at = "timeout", _begin_stop(sample, containment, now)
+            if give_up == math.inf and kill_at != math.inf:  # stopping gracefully
+                if now >= kill_at or containment.stopped_at_once.is_set() or not sample.remaining():
+                    sample.kill_and_wait()
+                    give_up = time.monotonic() + _DRAIN_AFTER_KILL_S
+                else:
+                    sample.terminate()  # processes that appeared since get theirs too
+            if give_up != math.inf and (not pipes_open or time.monotonic() >= give_up):
                 break
-            if give_up == math.inf and now >= deadline:
-                timed_out = True
-                kill_group(process.pid)
-                give_up = now + _GRACE_S  # keep draining what the killed group left in the pipes
-                continue
-            wake = give_up if give_up != math.inf else deadline
-            events = selector.select(timeout=min(wake - now, _POLL_S))
-            if give_up == math.inf and process.poll() is not None:
-                # The leader exited; descendants still hold the pipes. Give them a quiet
-                # moment (or _POLL_S if they keep writing), then kill the group.
-                leader_gone_at = leader_gone_at if leader_gone_at is not None else time.monotonic()
-                if not events or time.monotonic() - leader_gone_at >= _POLL_S:
-                    kill_group(process.pid)
-                    give_up = time.monotonic() + _GRACE_S
+            if kill_at == math.inf:
+                timeout = min(deadline - time.monotonic(), _POLL_S)
+            else:
+                timeout = min((kill_at if give_up == math.inf else give_up) - time.monotonic(), _TICK_S)
+            events = selector.select(timeout=max(timeout, 0.0))
             for key, _mask in events:
+                if key.data == "leader":
+                    selector.unregister(key.fd)  # stays readable once the leader exited
+                    continue
                 chunk = os.read(key.fd, _CHUNK)
                 if not chunk:
                     selector.unregister(key.fd)
@@ -194,9 +172,15 @@ def _drain(process: subprocess.Popen[bytes], deadline: float, limit: int) -> tup
                     buffer += chunk[:room]
                 if len(chunk) > room:
                     truncated = True
-    process.stdout.close()
-    process.stderr.close()
-    return bytes(kept[out_fd]), bytes(kept[err_fd]), truncated, timed_out
+    return bytes(kept[out_fd]), bytes(kept[err_fd]), truncated, stopped
+
+
+def _begin_stop(sample: ContainedSample, containment: Containment, now: float) -> float:
+    """Send SIGTERM, unless nothing is left or a second interrupt wants SIGKILL at once; return when SIGKILL is due."""
+    if containment.stopped_at_once.is_set() or not sample.remaining():
+        return now
+    sample.terminate()
+    return now + containment.grace_s
 
 
 def _ms_since(started: float) -> float:

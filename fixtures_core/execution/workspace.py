@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fixtures_core.execution.sampling import Execution, ProcessGroups, execute
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.sampling import Execution, execute
 from fixtures_core.suite import Finding, ForbiddenPattern, VerifyResult, VerifySpec, matches_case
 
 # assay's own git calls ignore the user's and the system's git configuration (hooks, signing, templates).
@@ -45,7 +46,7 @@ class Workspace:
 
     path: Path
     deadline: float
-    groups: ProcessGroups | None = None
+    containment: Containment | None = None
     start: str = ""
 
     def git(self, *args: str) -> str:
@@ -55,7 +56,7 @@ class Workspace:
             deadline=self.deadline,
             cwd=str(self.path),
             env={**os.environ, **_GIT_ENV},
-            groups=self.groups,
+            containment=self.containment,
         )
         if done.exit_code != 0:
             reason = done.error or done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.exit_code}"
@@ -71,13 +72,13 @@ class Workspace:
         return self.git("rev-parse", "HEAD").strip()
 
 
-def copy_workspace(source: Path, target: Path, deadline: float, groups: ProcessGroups | None) -> Workspace:
+def copy_workspace(source: Path, target: Path, deadline: float, containment: Containment | None) -> Workspace:
     """Copy ``source`` (without its ``.git``) to ``target`` and commit it as the starting state."""
     try:
         shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     except (OSError, shutil.Error) as exc:
         raise WorkspaceError(f"cannot copy workspace {source}: {exc}") from None
-    workspace = Workspace(target, deadline, groups)
+    workspace = Workspace(target, deadline, containment)
     workspace.git("init", "-q")
     workspace.start = workspace.commit("assay: starting state")
     return workspace
@@ -151,7 +152,7 @@ def run_verify(
     workspace: Path,
     env: Mapping[str, str],
     deadline: float,
-    groups: ProcessGroups | None,
+    containment: Containment | None,
 ) -> tuple[tuple[VerifyResult, ...], Execution | None]:
     """Run each rendered verification command in the workspace; the results, and the execution
     that ran out of time or was cancelled (then the attempt stops there)."""
@@ -163,7 +164,7 @@ def run_verify(
             cwd=str(workspace),
             env=env,
             capture_limit=VERIFY_OUTPUT_LIMIT,
-            groups=groups,
+            containment=containment,
         )
         if done.timed_out or done.cancelled:
             return tuple(results), done

@@ -199,9 +199,15 @@ def read_threshold(value: object, where: Where, field: str) -> Threshold:
 
 
 def _finite(value: object, where: Where, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise where.error(field, f"must be a finite number, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a double's range
+        raise where.error(field, "must be a finite number, got an integer too large for a double") from None
+    if not math.isfinite(number):
+        raise where.error(field, f"must be a finite number, got {value!r}")
+    return number
 
 
 _INTEGER = re.compile(r"-?[0-9]+")

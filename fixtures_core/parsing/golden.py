@@ -3,7 +3,9 @@
 ``@dir/*.md`` (a glob) makes one row per matching file, named ``NAME [stem]``,
 with the file's ``file``, ``filename``, ``dir``, ``absfile``, ``absdir``,
 ``basename`` and ``ext`` as properties. ``\\@text`` is the literal ``@text``.
-A missing file, or a glob that matches none, is a configuration error.
+A missing file, or a glob that matches none, is a configuration error; a
+golden file has the limits of a fixture file (``limits``: a regular file, at
+most ``MAX_FIXTURE_BYTES``), so a FIFO or a device never hangs parsing.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import replace
+from pathlib import Path
 
 from fixtures_core.errors import FixtureError
+from fixtures_core.limits import MAX_FIXTURE_BYTES, LimitExceeded, read_regular_file
 from fixtures_core.spec import RowSpec
 
 _GLOB_CHARS = frozenset("*?[")
@@ -70,9 +74,10 @@ def _read_references(row: RowSpec, source_dir: str, match: str | None) -> RowSpe
 
 def _read(target: str, value: str, row: RowSpec, field: str) -> str:
     try:
-        with open(target, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        return read_regular_file(Path(target), MAX_FIXTURE_BYTES, "golden file").decode("utf-8")
     except FileNotFoundError:
         raise FixtureError(row.file, row.line, f"golden file {value!r} not found ({target})", field) from None
+    except LimitExceeded as exc:
+        raise FixtureError(row.file, row.line, f"golden file {value!r}: {exc}", field) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FixtureError(row.file, row.line, f"cannot read golden file {value!r}: {exc}", field) from None

@@ -26,7 +26,8 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
                 sorted(
                     p
                     for p in path.rglob("*.md")
-                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1])
+                    # not is_file(): a FIFO or device named *.md is reported by the reader, never skipped
+                    if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1])
                 )
             )
         elif path.exists():

@@ -31,7 +31,9 @@ from fixtures_core.parsing.blocks import (
     is_validation_list,
 )
 from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
+from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
+from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.settings import Settings, apply_common
 from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import reject_broken_table, table_rows
@@ -73,10 +75,7 @@ def parse_file(path: str | Path) -> FixtureFile:
     """Read and parse one fixture file; errors name it as given, results by ``fixture_identity``."""
     display = Path(path).as_posix()
     identity = fixture_identity(Path(path))
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise FixtureError(display, 0, f"cannot read fixture file: {exc.strerror}") from None
+    data = read_fixture(Path(path), display)
     try:
         text = data.decode("utf-8-sig")  # a byte order mark must not hide the frontmatter
     except UnicodeDecodeError as exc:
@@ -317,14 +316,7 @@ def _yaml_mapping(
     text: str, path: str, first_line: int, what: str
 ) -> tuple[dict[str, object], dict[str, int], dict[str, list[int]]]:
     """Load a YAML mapping with the file line of each key and of each list item."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = first_line + (mark.line if mark is not None else 0)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FixtureError(path, line, f"invalid YAML in {what}: {problem}") from None
+    node, data = load_yaml(text, path, first_line, what)
     if data is None:
         return {}, {}, {}
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):

@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError, UsageError
 from fixtures_core.parsing.builtins import template_names
@@ -33,6 +31,7 @@ from fixtures_core.parsing.config import (
     read_timeout,
     reject_near_misses,
 )
+from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.template import TemplateError, check_names, render
 from fixtures_core.spec import Matrix, PropertyValue, RowSpec
 from fixtures_core.suite import (
@@ -340,8 +339,8 @@ def _known_limit(value: PropertyValue, where: Where) -> tuple[float, float]:
     parsed = value
     if isinstance(value, str):
         try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
+            parsed = load_yaml(value, where.path, where.line, "known limit")[1]
+        except FixtureError:  # not YAML, or past a limit (a cell of 5000 '['): not a margin range either way
             parsed = None
     numbers = parsed if isinstance(parsed, list) else []
     if len(numbers) != 2 or not all(_is_number(n) for n in numbers):

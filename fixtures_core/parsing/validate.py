@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
 from fixtures_core.parsing.builtins import UNSUPPORTED_NAMES, cel_names, template_names
+from fixtures_core.parsing.encodable import text_errors
 from fixtures_core.parsing.suite import validate_suites, workspace_names
 from fixtures_core.parsing.template import TemplateError, check_names
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
@@ -22,7 +23,10 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     for row in matrix.rows:
         rows_by_name[row.name].append(row)
     for row in matrix.rows:
-        errors.extend(_row_errors(row))
+        unencodable = text_errors(row)
+        errors.extend(unencodable)
+        if not unencodable:  # CEL and templates would stumble over the same text
+            errors.extend(_row_errors(row))
         errors.extend(_baseline_errors(row, rows_by_name))
     errors.extend(validate_suites(matrix))
     return _unique(errors)

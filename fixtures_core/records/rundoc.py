@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import platform
+import secrets
 import subprocess
 import sys
 import types
@@ -26,6 +27,7 @@ from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError
+from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.shareable import shareable_row
 from fixtures_core.results import RowResult, Status
 
@@ -178,19 +180,22 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
     """Rebuild a RunResult; raise BaselineError when the document is not a v1 run."""
     if not isinstance(document, Mapping) or document.get("schema") != SCHEMA:
         found = document.get("schema") if isinstance(document, Mapping) else type(document).__name__
-        raise BaselineError(path, f"not an {SCHEMA} run document (schema: {found!r})")
-    data = dict(document)
-    summary = dict(data.get("summary") or {})
-    stochastic = summary.get("stochastic")
-    if isinstance(stochastic, dict) and "groups" in stochastic:
-        stochastic = dict(stochastic)
-        summary["groups"] = stochastic.pop("groups")
-        summary["stochastic"] = stochastic
-    data["summary"] = summary
+        raise BaselineError(path, f"not an {SCHEMA} run document (schema: {_short(found)})")
     try:
+        data = dict(document)
+        summary = data.get("summary") or {}
+        if not isinstance(summary, Mapping):
+            raise _Malformed("summary", f"expected an object, got {_type(summary)}")
+        summary = dict(summary)
+        stochastic = summary.get("stochastic")
+        if isinstance(stochastic, dict) and "groups" in stochastic:
+            stochastic = dict(stochastic)
+            summary["groups"] = stochastic.pop("groups")
+            summary["stochastic"] = stochastic
+        data["summary"] = summary
         decoded = _decode(data, RunResult)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise BaselineError(path, f"malformed run document: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # any shape other than the schema's
+        raise BaselineError(path, f"malformed run document: {_cut(str(exc))}") from None
     assert isinstance(decoded, RunResult)
     return upgrade(decoded)
 
@@ -212,48 +217,81 @@ def decode(value: object, hint: type[T]) -> T:
     return decoded
 
 
-def _decode(value: object, hint: Any) -> object:
+def _short(value: object, limit: int = 160) -> str:
+    """A value for a one-line message: its repr, cut."""
+    return _cut(repr(value), limit)
+
+
+def _cut(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _Malformed(ValueError):
+    """A value of the wrong shape, and where it is (``fixtures[0].rows[2].status``)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where or 'the document'}: {problem}")
+
+
+def _decode(value: object, hint: Any, where: str = "") -> object:
     origin = get_origin(hint)
     if hint is Any or hint is object:
         return value
     if origin in (Union, types.UnionType):
         options = [a for a in get_args(hint) if a is not type(None)]
-        return None if value is None else _decode(value, options[0])
+        return None if value is None else _decode(value, options[0], where)
     if origin is Literal:
-        if value not in get_args(hint):
-            raise ValueError(f"{value!r} is not one of {get_args(hint)}")
+        if not isinstance(value, (str, int)) or value not in get_args(hint):
+            raise _Malformed(where, f"{_short(value)} is not one of {', '.join(map(str, get_args(hint)))}")
         return value
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, Mapping):
-            raise TypeError(f"expected an object for {hint.__name__}, got {type(value).__name__}")
+            raise _Malformed(where, f"expected an object, got {_type(value)}")
         hints = _hints(hint)
         kwargs = {}
         for key, item in value.items():
             name = _PY_NAMES.get(key, key)
             if name in hints:
-                kwargs[name] = _decode(item, hints[name])
+                kwargs[name] = _decode(item, hints[name], f"{where}.{key}".lstrip("."))
         for f in dataclasses.fields(hint):
             if f.name not in kwargs and _is_optional(hints[f.name]):
                 kwargs[f.name] = None  # omitted because empty
+        missing = [f.name for f in dataclasses.fields(hint) if f.name not in kwargs and _required(f)]
+        if missing:
+            raise _Malformed(where, f"missing {', '.join(_JSON_NAMES.get(m, m) for m in missing)}")
         return hint(**kwargs)
     if origin is tuple:
         args = get_args(hint)
         if not isinstance(value, list):
-            raise TypeError(f"expected a list, got {type(value).__name__}")
+            raise _Malformed(where, f"expected a list, got {_type(value)}")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(v, args[0]) for v in value)
-        return tuple(_decode(v, a) for v, a in zip(value, args, strict=True))
+            return tuple(_decode(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise _Malformed(where, f"expected {len(args)} items, got {len(value)}")
+        return tuple(_decode(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True)))
     if origin in (Mapping, dict, typing.Mapping):
         if not isinstance(value, Mapping):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
+            raise _Malformed(where, f"expected an object, got {_type(value)}")
         _key, item_hint = get_args(hint) or (str, Any)
-        return {k: _decode(v, item_hint) for k, v in value.items()}
+        return {k: _decode(v, item_hint, f"{where}.{k}") for k, v in value.items()}
     if hint in (int, float, str, bool):
         if hint is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise _Malformed(where, "a number beyond the range of a double") from None
         if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
-            raise TypeError(f"expected {hint.__name__}, got {type(value).__name__} {value!r}")
+            raise _Malformed(where, f"expected {hint.__name__}, got {_type(value)} {_short(value)}")
     return value
+
+
+def _type(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def _is_optional(hint: Any) -> bool:
@@ -285,7 +323,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # two writers never share one
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -294,16 +332,25 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
 
 
 def load_run(path: str | Path) -> RunResult:
-    """Read a run document from disk; every failure is a BaselineError (fail closed)."""
+    """Read a run document from disk; every failure is a BaselineError (fail closed).
+
+    The file must be a regular file within ``MAX_RUN_BYTES`` and its JSON
+    within ``MAX_RUN_JSON_DEPTH`` levels (``limits``): a FIFO, a device or a
+    bomb is refused before it can hang or exhaust memory.
+    """
     shown = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = read_regular_file(Path(path), MAX_RUN_BYTES, "run document")
     except FileNotFoundError:
         raise BaselineError(shown, "file not found") from None
+    except LimitExceeded as exc:
+        raise BaselineError(shown, str(exc)) from None
     except OSError as exc:
-        raise BaselineError(shown, f"cannot read: {exc.strerror}") from None
+        raise BaselineError(shown, f"cannot read: {exc.strerror or exc}") from None
     try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise BaselineError(shown, f"not JSON ({exc})") from None
-    return from_document(document, shown)
+        document = loads_json(data.decode("utf-8"), MAX_RUN_JSON_DEPTH)
+    except LimitExceeded as exc:
+        raise BaselineError(shown, str(exc)) from None
+    except ValueError as exc:  # UnicodeDecodeError too
+        raise BaselineError(shown, f"not JSON ({_cut(str(exc))})") from None
+    return from_document(document, shown)  # type: ignore[arg-type]

@@ -4,10 +4,17 @@
 .assay/runs/<run-id>/evidence/<row>.jsonl   a line per sample as it finishes, then the raw row
 .assay/latest.json                          a hard link to the newest run document
 .assay/baselines/<name>.json                runs promoted by ``assay bless``
+
+A run folder without ``run.json`` is an incomplete run (killed, or stopped
+at once by a second interrupt): its evidence stays, ``history`` lists it as
+incomplete. File names made from row and baseline names are bounded
+(``MAX_SLUG``) and never collide: a name that had to be changed or cut
+carries a digest of the original.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,6 +29,7 @@ from fixtures_core.records.rundoc import RunResult, encode, load_run, to_documen
 from fixtures_core.results import RowResult, SampleResult
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_SLUG = 80  # characters of a name kept in a file name (file names may hold 255 bytes)
 
 
 def append_line(path: Path, document: object) -> None:
@@ -41,8 +49,12 @@ def new_run_id() -> str:
 
 
 def slug(text: str) -> str:
-    """A file-name-safe form of a row name."""
-    return _UNSAFE.sub("_", text).strip("_") or "row"
+    """A file-name-safe, bounded form of a name; two different names never give the same slug."""
+    safe = _UNSAFE.sub("_", text).strip("_.")
+    if safe == text and len(safe) <= MAX_SLUG:
+        return safe
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{safe[:MAX_SLUG]}-{digest}" if safe else digest
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,7 @@ class Store:
 
     def _link_latest(self, path: Path) -> None:
         """``latest.json`` is a hard link to the newest run file: a full run document, no second copy."""
-        tmp = self.latest.with_name(f".latest.{os.getpid()}.tmp")
+        tmp = self.latest.with_name(f".latest.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # runs may close at once
         tmp.unlink(missing_ok=True)
         try:
             os.link(path, tmp)
@@ -103,12 +115,21 @@ class Store:
 
     def resolve_run(self, reference: str) -> Path:
         """A run file from a path, a run id, a baseline name, or ``latest``."""
-        candidates = [Path(reference), self.run_file(reference), self.baseline_file(reference)]
+        given = Path(reference)
+        try:
+            if given.exists() and not given.is_dir():
+                return given  # even a FIFO or a device: load_run says why it is no run
+        except OSError:  # a reference that is no file name (too long, ...): try the other meanings
+            pass
+        candidates = [self.run_file(reference), self.baseline_file(reference)]
         if reference == "latest":
             candidates.append(self.latest)
         for candidate in candidates:
-            if candidate.is_file():
-                return candidate
+            try:
+                if candidate.is_file():
+                    return candidate
+            except OSError:
+                continue
         raise BaselineError(
             reference, f"no such run file, run id under {self.root}/runs, or baseline name under {self.root}/baselines"
         )
@@ -125,11 +146,11 @@ class Store:
         return target
 
     def runs(self) -> list[Path]:
-        """Every saved run file, newest first."""
+        """Every run's ``run.json``, newest first; an incomplete run's is named but does not exist."""
         folder = self.root / "runs"
         if not folder.is_dir():
             return []
-        return sorted((p / "run.json" for p in folder.iterdir() if (p / "run.json").is_file()), reverse=True)
+        return sorted((p / "run.json" for p in folder.iterdir() if p.is_dir()), reverse=True)
 
 
 def bless_refusal(run: RunResult) -> str | None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fixtures_core.analysis.finalize import metric_table
 from fixtures_core.errors import UsageError
 from fixtures_core.records.rundoc import RunResult, write_atomic
+
+if TYPE_CHECKING:  # imported where it is used, as in finalize: most commands never write a frame
+    import pandas as pd
 
 FORMATS = (".csv", ".parquet")
 METRIC_PREFIX = "metric."
@@ -25,6 +27,8 @@ _KEYS = ["row_id", "sample"]
 
 def sample_frame(run: RunResult) -> pd.DataFrame:
     """A DataFrame with one line per sample of the run, metrics as columns."""
+    import pandas as pd
+
     samples = pd.DataFrame.from_records(
         [
             (

@@ -119,6 +119,9 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
     for name in ("run", "label", "started", "verdict", "rows", "pass rate"):
         table.add_column(name, justify="right" if name in ("rows", "pass rate") else "left")
     for path in run_files:
+        if not path.exists():  # a run folder without run.json: killed, or stopped at once
+            table.add_row(path.parent.name, "", "", Text("incomplete", style="magenta"), "", "no run.json")
+            continue
         try:
             run = load_run(path)
         except BaselineError as exc:

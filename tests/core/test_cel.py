@@ -8,6 +8,7 @@ import pytest
 
 from fixtures_core.cel import CelValue, compile_expression, declarable_properties, parse_json
 from fixtures_core.errors import CelError
+from fixtures_core.limits import MAX_STDOUT_JSON_DEPTH, LimitExceeded
 
 
 def context(json: object = None, **extra: object) -> dict[str, object]:
@@ -232,3 +233,20 @@ def test_unparsed_big_int_is_an_error_value_not_an_exception() -> None:
     result = evaluate("json.big > 0", context({"big": 2**70}))
     assert result.error is not None
     assert "out of range" in result.error
+
+
+def test_parse_json_of_ints_beyond_a_double_gives_infinity_not_an_overflow() -> None:
+    parsed = parse_json('{"huge": 1' + "0" * 400 + ', "negative": -' + "9" * 400 + "}")
+    assert parsed == {"huge": math.inf, "negative": -math.inf}
+
+
+def test_parse_json_of_more_than_4300_digits_is_infinity_too() -> None:
+    assert parse_json("[" + "9" * 5000 + "]") == [math.inf]
+
+
+def test_parse_json_refuses_nesting_beyond_the_stdout_limit() -> None:
+    depth = MAX_STDOUT_JSON_DEPTH + 1
+    with pytest.raises(LimitExceeded, match=f"nested deeper than {MAX_STDOUT_JSON_DEPTH} levels"):
+        parse_json("[" * depth + "]" * depth)
+    with pytest.raises(LimitExceeded):
+        parse_json("[" * 100_000 + "]" * 100_000)  # past Python's recursion limit: still the same error

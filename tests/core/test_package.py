@@ -15,7 +15,7 @@ PACKAGE_DIR = Path(fixtures_core.__file__).parent
 # Rooms of the domain in the order data flows through a run: a module may import
 # its own room and the rooms before it, never a later one. A new room gets a rank here.
 RANKS = {
-    "errors": 0, "durations": 0, "spec": 0, "results": 0, "cel": 0, "redaction": 0, "suite": 0,
+    "errors": 0, "durations": 0, "spec": 0, "results": 0, "cel": 0, "limits": 0, "redaction": 0, "suite": 0,
     "parsing": 1,
     "execution": 2,
     "analysis": 3,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.errors import FixtureError
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.parsing.parser import parse_text
 from fixtures_core.redaction import MASK, pattern_problem, redactor, secret_values
 from fixtures_core.results import Check, MetricValue, SampleResult
@@ -107,7 +107,7 @@ def test_frontmatter_redact_is_read_and_checked() -> None:
     assert str(caught.value).startswith("f.md:4: redact[1]: invalid regular expression 'bad-[0-9'")
 
 
-def test_a_row_stores_masked_output_but_its_checks_saw_the_real_one(tmp_path: Path) -> None:
+def test_a_row_stores_masked_output_but_its_checks_saw_the_real_one(tmp_path: Path, containment: Containment) -> None:
     script = tmp_path / "leak.py"
     script.write_text(f"print('key {OPENAI}')\n")
     text = (
@@ -116,6 +116,6 @@ def test_a_row_stores_masked_output_but_its_checks_saw_the_real_one(tmp_path: Pa
     )
     (tmp_path / "leak.md").write_text(text)
     row = parse_text(text, str(tmp_path / "leak.md"))[0]
-    result = run_row(row, RunSettings(run_id="r"), ProcessGroups())
+    result = run_row(row, RunSettings(run_id="r"), containment)
     assert result.status == "FAIL"  # the assertion saw the key
     assert result.samples[0].stdout == f"key {MASK}\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.results import Check, MetricValue, SampleResult
 from fixtures_core.runner import RunOptions, plan
 from fixtures_core.spec import RowSpec
@@ -44,11 +44,11 @@ def test_baseline_rows_come_first_otherwise_the_order_is_kept(tmp_path: Path) ->
     assert [r.name for r in baselines_first(rows(tmp_path))] == ["base", "slower", "other"]
 
 
-def test_a_row_waits_for_its_baseline_and_fails_on_the_regression(tmp_path: Path) -> None:
+def test_a_row_waits_for_its_baseline_and_fails_on_the_regression(tmp_path: Path, containment: Containment) -> None:
     order = baselines_first(rows(tmp_path))
     board = RowBoard(order)
     base, slower, other = order
-    raw = {spec.name: run_row(spec, RunSettings("r"), ProcessGroups(), sample_runner=sample) for spec in order}
+    raw = {spec.name: run_row(spec, RunSettings("r"), containment, sample_runner=sample) for spec in order}
     assert raw["slower"].status == "PASS"  # its samples passed: only the comparison fails it
 
     found: dict[str, str] = {}
@@ -64,13 +64,13 @@ def test_a_row_waits_for_its_baseline_and_fails_on_the_regression(tmp_path: Path
     assert board.final(base, raw["base"], None, threading.Event()).status == "PASS"
 
 
-def test_a_stopped_run_stops_waiting(tmp_path: Path) -> None:
+def test_a_stopped_run_stops_waiting(tmp_path: Path, containment: Containment) -> None:
     order = baselines_first(rows(tmp_path))
     board = RowBoard(order)
     stop = threading.Event()
     stop.set()
     slower = order[1]
-    raw = run_row(slower, RunSettings("r"), ProcessGroups(), sample_runner=sample)
+    raw = run_row(slower, RunSettings("r"), containment, sample_runner=sample)
     # The baseline never came: its comparison cannot be made, which the row says (never a silent pass).
     final = board.final(slower, raw, None, stop)
     assert final.status == "ERR" and "base" in (final.metrics["ms"].comparison.error or "")  # type: ignore[union-attr]

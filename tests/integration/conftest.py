@@ -51,10 +51,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[Any]:
-    """The session's real Prefect server (Prefect's background server of the session home)."""
+    """The session's real Prefect server (Prefect's background server of the session home).
+
+    Started without the ``marker`` of whichever test asks first: that test's
+    clean-up kills what carries its marker, and the server outlives the test.
+    """
     from flows.server import ensure_started
 
-    yield ensure_started(SESSION_HOME)
+    mark = os.environ.pop("ASSAY_TEST_MARK", None)
+    try:
+        started = ensure_started(SESSION_HOME)
+    finally:
+        if mark is not None:
+            os.environ["ASSAY_TEST_MARK"] = mark
+    yield started
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
 from flows.local import run_rows_locally
@@ -48,7 +48,8 @@ def run_local_engine(fixture: Path, out: Path) -> RunResult:
     options = RunOptions(paths=(str(fixture),), out=str(out), engine="local")
     matrix = plan(options).matrix
     recorder = Recorder(store_for(options), "local-run", matrix)
-    rows = run_rows_locally(recorder, RunSettings(run_id="local-run"), ProcessGroups(), parallel=4)
+    with Containment() as containment:
+        rows = run_rows_locally(recorder, RunSettings(run_id="local-run"), containment, parallel=4)
     return complete(recorder, options, rows)
 
 

@@ -28,8 +28,8 @@ from fixtures_core.analysis.baseline import (
     render_comparison,
 )
 from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.results import Outcome, RowResult, Status
@@ -85,7 +85,8 @@ def run_suite(
     matrix = plan(options).matrix
     run_id = new_run_id()
     recorder = Recorder(store_for(options), run_id, matrix)
-    finished = run_rows_locally(recorder, RunSettings(run_id=run_id), ProcessGroups(), parallel=2)
+    with Containment() as containment:
+        finished = run_rows_locally(recorder, RunSettings(run_id=run_id), containment, parallel=2)
     return complete(recorder, options, finished)
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.analysis.finalize import finalize_rows, metric_table, summarize
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.parsing.parser import parse_text
 from fixtures_core.results import (
     Check,
@@ -438,8 +438,9 @@ metrics:
 | CLI near | 124 |
 """
     specs = parse_text(text, str(tmp_path / "matrix.md"))
-    groups, settings = ProcessGroups(), RunSettings(run_id="r", tmp_root=str(tmp_path))
-    results = [run_row(s, settings, groups) for s in specs]
+    settings = RunSettings(run_id="r", tmp_root=str(tmp_path))
+    with Containment() as containment:
+        results = [run_row(s, settings, containment) for s in specs]
     calls: list[str] = []
     finished = finalize_rows(specs, results, on_row=lambda r: calls.append(r.name))
     assert calls == ["API high", "CLI slow", "CLI near"]

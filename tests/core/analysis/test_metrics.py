@@ -172,6 +172,17 @@ def test_a_regression_needs_a_direction() -> None:
         regression_percent(5.0, 4.0, "none")
 
 
+@pytest.mark.parametrize("kind", ["mean", "median"])
+def test_an_aggregate_past_a_double_is_an_error_not_an_overflow(kind: str) -> None:
+    # 1.7e308 + 1.7e308 overflows a double: fsum raises OverflowError, the median gives inf.
+    with pytest.raises(ValueError, match=f"the {kind} of these values overflows a double"):
+        aggregate([1.7e308, 1.7e308], kind)  # type: ignore[arg-type]
+
+
+def test_the_largest_values_still_aggregate_when_they_fit() -> None:
+    assert aggregate([1.7e308, 1.6e308], "max") == 1.7e308
+
+
 def test_regression_points_are_signed_by_direction() -> None:
     # lower: 106 - 101 = 5 worse; higher: 101 - 106 = -5 (better)
     assert regression_points(106.0, 101.0, "lower") == pytest.approx(5.0)

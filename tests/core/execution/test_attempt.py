@@ -9,8 +9,8 @@ import json
 import textwrap
 from pathlib import Path
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.results import RowResult
 from fixtures_core.spec import RowSpec
@@ -27,7 +27,8 @@ def suite_rows(tmp_path: Path, frontmatter: str, table: str = "| Name |\n|---|\n
 
 def run(row: RowSpec, tmp_path: Path, dry_run: bool = False) -> RowResult:
     settings = RunSettings(run_id="t", evidence_dir=str(tmp_path / "run"), dry_run=dry_run)
-    return run_row(row, settings, ProcessGroups())
+    with Containment() as containment:
+        return run_row(row, settings, containment)
 
 
 def lines(path: Path) -> list[str]:

@@ -19,8 +19,9 @@ import pytest
 
 from fixtures_core.execution import checks
 from fixtures_core.execution.checks import check_sample, read_files, row_programs
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import Execution, ProcessGroups, execute
+from fixtures_core.execution.sampling import Execution, execute
 from fixtures_core.results import MetricValue, SampleResult
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
 
@@ -297,7 +298,9 @@ def test_gating_metric_error_still_errors_beside_a_non_gating_one() -> None:
     assert sample.error == "metric ms: sample 0: json.ms failed: no such key: ms"
 
 
-def test_row_with_a_failing_non_gating_metric_runs_every_sample_and_passes(tmp_path: Path) -> None:
+def test_row_with_a_failing_non_gating_metric_runs_every_sample_and_passes(
+    tmp_path: Path, containment: Containment
+) -> None:
     script = 'import json; print(json.dumps({"ok": True, "ms": 3}))'
     cost = replace(metric("cost", "json.cost"), gate=False)
     row = replace(
@@ -305,7 +308,7 @@ def test_row_with_a_failing_non_gating_metric_runs_every_sample_and_passes(tmp_p
         argv=(sys.executable, "-c", script),
         repeat=3,
     )
-    result = run_row(row, RunSettings(run_id="run-1", tmp_root=str(tmp_path)), ProcessGroups())
+    result = run_row(row, RunSettings(run_id="run-1", tmp_root=str(tmp_path)), containment)
     assert result.status == "PASS"
     assert result.error is None
     assert [s.status for s in result.samples] == ["PASS", "PASS", "PASS"]
@@ -397,3 +400,20 @@ def test_a_real_process_checked_end_to_end(tmp_path: Path) -> None:
     assert sample.status == "PASS"
     assert sample.exit_code == 0
     assert sample.metrics["ms"].value == pytest.approx(41.5)
+
+
+# --- hostile observations ----------------------------------------------------------------------
+
+
+def test_stdout_json_nested_too_deep_is_an_error_that_says_so() -> None:
+    depth = 10_000  # past Python's recursion limit: once a RecursionError that lost the sample
+    sample = check(make_row(cel="json.size() > 0"), ran("[" * depth + "]" * depth))
+    assert sample.status == "ERR"
+    assert sample.error == "stdout is JSON nested deeper than 256 levels"
+
+
+def test_a_metric_beyond_a_double_is_an_extraction_error_of_that_sample() -> None:
+    sample = check(make_row(metrics=[metric("m", "json.m")]), ran('{"m": 1' + "0" * 400 + "}"))
+    assert sample.status == "ERR"
+    assert sample.metrics["m"].status == "error"
+    assert sample.metrics["m"].error == "sample 0: json.m gave inf, not a finite number"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.judge import (
     TIE,
     JudgeCall,
@@ -21,7 +22,6 @@ from fixtures_core.execution.judge import (
     parse_output,
     provenance_of,
 )
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.results import Check, SampleResult
 from fixtures_core.suite import JudgeSpec
 
@@ -90,10 +90,12 @@ def test_labels_follow_declaration_order_when_not_blind() -> None:
     assert labels_for(1, "x", 0, ["variant", "bare", "l1"], blind=False) == {"A": "variant", "B": "bare", "C": "l1"}
 
 
-def test_a_judge_that_always_prefers_a_scores_whichever_arm_was_labelled_a(tmp_path: Path) -> None:
+def test_a_judge_that_always_prefers_a_scores_whichever_arm_was_labelled_a(
+    tmp_path: Path, containment: Containment
+) -> None:
     call = judge_call(tmp_path, ALWAYS_A)
     for seed in range(6):
-        judgment = judge_sample(call, 0, ARMS, settings(tmp_path, seed), ProcessGroups())
+        judgment = judge_sample(call, 0, ARMS, settings(tmp_path, seed), containment)
         a_arm = judgment.labels["A"]
         b_arm = judgment.labels["B"]
         assert judgment.error is None
@@ -102,11 +104,11 @@ def test_a_judge_that_always_prefers_a_scores_whichever_arm_was_labelled_a(tmp_p
         assert judgment.provenance == "always-a v1"
 
 
-def test_the_judge_reads_the_protocol_on_stdin(tmp_path: Path) -> None:
+def test_the_judge_reads_the_protocol_on_stdin(tmp_path: Path, containment: Containment) -> None:
     dumped = tmp_path / "input.json"
     call = judge_call(tmp_path, DUMP_INPUT, str(dumped))
 
-    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), ProcessGroups())
+    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
 
     document = json.loads(dumped.read_text())
     assert judgment.winner == TIE
@@ -164,10 +166,10 @@ def test_one_fenced_json_block_is_accepted() -> None:
     assert scores["variant"].axes == {"spec": 1.0, "quality": 2.0}
 
 
-def test_garbage_output_is_an_error_with_the_output_kept(tmp_path: Path) -> None:
+def test_garbage_output_is_an_error_with_the_output_kept(tmp_path: Path, containment: Containment) -> None:
     call = judge_call(tmp_path, "print('The first one looks fine to me.')")
 
-    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), ProcessGroups())
+    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
 
     assert judgment.winner is None and judgment.scores == {}
     assert judgment.error is not None
@@ -177,16 +179,16 @@ def test_garbage_output_is_an_error_with_the_output_kept(tmp_path: Path) -> None
     assert (tmp_path / "run" / "judge" / "F1" / "0" / "output.txt").read_text() == "The first one looks fine to me.\n"
 
 
-def test_a_failing_judge_process_is_an_error_naming_its_exit_code(tmp_path: Path) -> None:
+def test_a_failing_judge_process_is_an_error_naming_its_exit_code(tmp_path: Path, containment: Containment) -> None:
     call = judge_call(tmp_path, "import sys; print('quota exceeded', file=sys.stderr); sys.exit(3)")
-    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), ProcessGroups())
+    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
     assert judgment.error is not None and judgment.error.startswith("judge exited with code 3: quota exceeded")
 
 
-def test_swap_records_a_disagreement_as_a_tie(tmp_path: Path) -> None:
+def test_swap_records_a_disagreement_as_a_tie(tmp_path: Path, containment: Containment) -> None:
     call = judge_call(tmp_path, ALWAYS_A, swap=True)
 
-    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), ProcessGroups())
+    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
 
     # A wins each order, and A is a different arm in each: the judge disagrees with itself
     assert judgment.winner == TIE and judgment.disagreement
@@ -196,17 +198,17 @@ def test_swap_records_a_disagreement_as_a_tie(tmp_path: Path) -> None:
     assert (folder / "input.json").exists() and (folder / "input-swapped.json").exists()
 
 
-def test_swap_keeps_an_agreed_winner(tmp_path: Path) -> None:
+def test_swap_keeps_an_agreed_winner(tmp_path: Path, containment: Containment) -> None:
     call = judge_call(tmp_path, BY_CONTENT, swap=True)
 
-    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), ProcessGroups())
+    judgment = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
 
     assert (judgment.winner, judgment.swapped_winner, judgment.disagreement) == ("variant", "variant", False)
     assert judgment.scores["variant"].total == 80.0 and judgment.scores["bare"].findings == ("weak",)
 
 
-def test_the_provenance_command_is_recorded(tmp_path: Path) -> None:
+def test_the_provenance_command_is_recorded(tmp_path: Path, containment: Containment) -> None:
     spec = JudgeSpec(command=("true",), line=1, provenance="echo judge-model 4.2; echo more")
-    assert provenance_of(spec, str(tmp_path), ProcessGroups()) == "judge-model 4.2\nmore"
+    assert provenance_of(spec, str(tmp_path), containment) == "judge-model 4.2\nmore"
     failing = JudgeSpec(command=("true",), line=1, provenance="echo nope >&2; exit 3")
-    assert provenance_of(failing, str(tmp_path), ProcessGroups()) == "provenance command failed (exit code 3): nope"
+    assert provenance_of(failing, str(tmp_path), containment) == "provenance command failed (exit code 3): nope"

@@ -1,7 +1,7 @@
 """Running one logical row: k samples, serially, under one shared time budget.
 
 Real subprocesses (``bash -c``) only. Timeouts are proven by status, message
-and dead process groups, never by how long they took.
+and dead processes, never by how long they took.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.analysis.finalize import finalize_rows
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row, run_sample, template_values
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.parsing.builtins import go_arch, go_os, platform_values
 from fixtures_core.parsing.parser import parse_text
 from fixtures_core.results import RowResult, SampleResult, combine_outcomes, worst
@@ -91,10 +91,12 @@ def pid_files() -> Iterator[list[Path]]:
 # --- repeats ------------------------------------------------------------------------------------
 
 
-def test_repeat_three_runs_three_times_into_one_result(tmp_path: Path, settings: RunSettings) -> None:
+def test_repeat_three_runs_three_times_into_one_result(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     counter = tmp_path / "counter"
     row = shell_row(tmp_path, f'echo "$ASSAY_SAMPLE" >> {q(counter)}; echo \'{{"ok": true}}\'', cel="json.ok", repeat=3)
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert isinstance(result, RowResult)
     assert lines(counter) == ["0", "1", "2"]
     assert [s.index for s in result.samples] == [0, 1, 2]
@@ -105,7 +107,7 @@ def test_repeat_three_runs_three_times_into_one_result(tmp_path: Path, settings:
     assert (result.outcomes.command, result.outcomes.assertions) == ("pass", "pass")
 
 
-def test_parsed_fixture_row_repeats_and_checks(tmp_path: Path, settings: RunSettings) -> None:
+def test_parsed_fixture_row_repeats_and_checks(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     counter = tmp_path / "counter"
     text = f"""---
 repeat: 2
@@ -125,23 +127,23 @@ echo '{{"n": 1}}'
 - cel: json.n == 1
 """
     (row,) = parse_text(text, str(tmp_path / "fixture.md"))
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert lines(counter) == ["0", "1", "2"]
     assert len(result.samples) == 3
     assert result.status == "PASS"
 
 
-def test_on_sample_sees_every_sample_in_order(tmp_path: Path, settings: RunSettings) -> None:
+def test_on_sample_sees_every_sample_in_order(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     seen: list[tuple[str, int]] = []
     row = shell_row(tmp_path, "true", repeat=3)
-    run_row(row, settings, ProcessGroups(), on_sample=lambda r, s: seen.append((r.name, s.index)))
+    run_row(row, settings, containment, on_sample=lambda r, s: seen.append((r.name, s.index)))
     assert seen == [("row", 0), ("row", 1), ("row", 2)]
 
 
-def test_skipped_row_runs_nothing(tmp_path: Path, settings: RunSettings) -> None:
+def test_skipped_row_runs_nothing(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     counter = tmp_path / "counter"
     row = shell_row(tmp_path, f"echo x >> {q(counter)}", repeat=3, skip="not on this OS")
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert result.status == "SKIP"
     assert result.samples == ()
     assert not counter.exists()
@@ -150,10 +152,10 @@ def test_skipped_row_runs_nothing(tmp_path: Path, settings: RunSettings) -> None
 # --- continue after FAIL, stop after ERR ---------------------------------------------------------------
 
 
-def test_continues_after_an_ordinary_fail(tmp_path: Path, settings: RunSettings) -> None:
+def test_continues_after_an_ordinary_fail(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     counter = tmp_path / "counter"
     script = f'echo "$ASSAY_SAMPLE" >> {q(counter)}; [ "$ASSAY_SAMPLE" != 0 ]'
-    result = run_row(shell_row(tmp_path, script, repeat=3), settings, ProcessGroups())
+    result = run_row(shell_row(tmp_path, script, repeat=3), settings, containment)
     assert lines(counter) == ["0", "1", "2"]
     assert [s.status for s in result.samples] == ["FAIL", "PASS", "PASS"]
     assert result.status == "FAIL"
@@ -161,18 +163,18 @@ def test_continues_after_an_ordinary_fail(tmp_path: Path, settings: RunSettings)
     assert result.outcomes.command == "fail"
 
 
-def test_continues_after_a_false_assertion(tmp_path: Path, settings: RunSettings) -> None:
+def test_continues_after_a_false_assertion(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     script = 'echo "{\\"ok\\": $([ "$ASSAY_SAMPLE" = 1 ] && echo false || echo true)}"'
-    result = run_row(shell_row(tmp_path, script, cel="json.ok", repeat=3), settings, ProcessGroups())
+    result = run_row(shell_row(tmp_path, script, cel="json.ok", repeat=3), settings, containment)
     assert [s.status for s in result.samples] == ["PASS", "FAIL", "PASS"]
     assert result.status == "FAIL"
     assert result.outcomes.assertions == "fail"
 
 
-def test_stops_after_a_cel_runtime_error(tmp_path: Path, settings: RunSettings) -> None:
+def test_stops_after_a_cel_runtime_error(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     counter = tmp_path / "counter"
     script = f'echo "$ASSAY_SAMPLE" >> {q(counter)}; echo \'{{"a": 1}}\''
-    result = run_row(shell_row(tmp_path, script, cel="json.zz == 1", repeat=3), settings, ProcessGroups())
+    result = run_row(shell_row(tmp_path, script, cel="json.zz == 1", repeat=3), settings, containment)
     assert lines(counter) == ["0"]  # samples 1 and 2 never ran
     assert len(result.samples) == 1
     assert result.samples[0].status == "ERR"
@@ -182,14 +184,14 @@ def test_stops_after_a_cel_runtime_error(tmp_path: Path, settings: RunSettings) 
     assert result.outcomes.assertions == "error"
 
 
-def test_err_outranks_an_earlier_fail(tmp_path: Path, settings: RunSettings) -> None:
+def test_err_outranks_an_earlier_fail(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     # sample 0 prints {"ok": false} (FAIL), sample 1 prints {} (ERR: no such key), sample 2 never runs
     counter = tmp_path / "counter"
     script = (
         f'echo "$ASSAY_SAMPLE" >> {q(counter)};'
         " if [ \"$ASSAY_SAMPLE\" = 0 ]; then echo '{\"ok\": false}'; else echo '{}'; fi"
     )
-    result = run_row(shell_row(tmp_path, script, cel="json.ok", repeat=3), settings, ProcessGroups())
+    result = run_row(shell_row(tmp_path, script, cel="json.ok", repeat=3), settings, containment)
     assert lines(counter) == ["0", "1"]
     assert [s.status for s in result.samples] == ["FAIL", "ERR"]
     assert result.status == "ERR"
@@ -208,9 +210,9 @@ def test_precedence_err_over_fail_over_pass() -> None:
     assert combine_outcomes([]) == "not_evaluated"
 
 
-def test_missing_program_is_an_err_row(tmp_path: Path, settings: RunSettings) -> None:
+def test_missing_program_is_an_err_row(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     row = shell_row(tmp_path, "", argv=("assay-no-such-program-xyz",), repeat=3)
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert result.status == "ERR"
     assert len(result.samples) == 1
     assert result.error == "sample 0: cannot start 'assay-no-such-program-xyz': No such file or directory"
@@ -219,10 +221,12 @@ def test_missing_program_is_an_err_row(tmp_path: Path, settings: RunSettings) ->
 # --- command failure outcomes -----------------------------------------------------------------
 
 
-def test_exit_code_mismatch_leaves_assertions_and_metrics_not_evaluated(tmp_path: Path, settings: RunSettings) -> None:
+def test_exit_code_mismatch_leaves_assertions_and_metrics_not_evaluated(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     ms = MetricSpec(name="ms", extract="json.ms", unit="ms", file="fixture.md", line=3)
     row = shell_row(tmp_path, 'echo \'{"ok": true, "ms": 5}\'; exit 4', cel="json.ok", metrics=[ms], repeat=2)
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert [s.status for s in result.samples] == ["FAIL", "FAIL"]
     sample = result.samples[0]
     assert sample.command.status == "fail"
@@ -241,14 +245,13 @@ def test_exit_code_mismatch_leaves_assertions_and_metrics_not_evaluated(tmp_path
 
 
 def test_budget_running_out_in_the_first_sample_is_err_and_kills_the_group(
-    tmp_path: Path, settings: RunSettings, pid_files: list[Path]
+    tmp_path: Path, settings: RunSettings, pid_files: list[Path], containment: Containment
 ) -> None:
     leader, child, counter = tmp_path / "leader.pid", tmp_path / "child.pid", tmp_path / "counter"
     pid_files += [leader, child]
     script = f"echo x >> {q(counter)}; echo $$ > {q(leader)}; sleep 60 & echo $! > {q(child)}; sleep 30"
-    groups = ProcessGroups()
     started = time.monotonic()
-    result = run_row(shell_row(tmp_path, script, repeat=3, timeout_s=1), settings, groups)
+    result = run_row(shell_row(tmp_path, script, repeat=3, timeout_s=1), settings, containment)
     assert time.monotonic() - started < 10  # sanity bound for a 1 s budget
     assert result.status == "ERR"
     assert len(result.samples) == 1
@@ -259,16 +262,16 @@ def test_budget_running_out_in_the_first_sample_is_err_and_kills_the_group(
     assert result.outcomes.command == "error"
     assert gone_soon(int(leader.read_text()))
     assert gone_soon(int(child.read_text()))
-    # The same run goes on: another row in the same process groups still runs.
-    after = run_row(shell_row(tmp_path, "echo ok", name="next", cel='stdout == "ok\\n"'), settings, groups)
+    # The same run goes on: another row in the same containment still runs.
+    after = run_row(shell_row(tmp_path, "echo ok", name="next", cel='stdout == "ok\\n"'), settings, containment)
     assert after.status == "PASS"
 
 
-def test_budget_is_shared_by_all_samples(tmp_path: Path, settings: RunSettings) -> None:
+def test_budget_is_shared_by_all_samples(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     # Each sample sleeps 0.6 s; a per-sample 1 s budget would let all three finish.
     counter = tmp_path / "counter"
     row = shell_row(tmp_path, f"echo x >> {q(counter)}; sleep 0.6", repeat=3, timeout_s=1)
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert result.status == "ERR"
     assert len(lines(counter)) < 3
     assert result.error is not None and "1s budget ran out" in result.error
@@ -278,22 +281,21 @@ def test_budget_is_shared_by_all_samples(tmp_path: Path, settings: RunSettings) 
 
 
 def test_cancel_kills_the_running_sample_and_ends_the_row_err(
-    tmp_path: Path, settings: RunSettings, pid_files: list[Path]
+    tmp_path: Path, settings: RunSettings, pid_files: list[Path], containment: Containment
 ) -> None:
     child, marker, counter = tmp_path / "child.pid", tmp_path / "started", tmp_path / "counter"
     pid_files.append(child)
     script = f"echo x >> {q(counter)}; sleep 60 & echo $! > {q(child)}; echo go > {q(marker)}; wait"
     row = shell_row(tmp_path, script, repeat=3, timeout_s=60)
-    groups = ProcessGroups()
     box: dict[str, RowResult] = {}
-    worker = threading.Thread(target=lambda: box.update(result=run_row(row, settings, groups)))
+    worker = threading.Thread(target=lambda: box.update(result=run_row(row, settings, containment)))
     worker.start()
     for _ in range(500):  # bounded poll for the marker, not a timing assertion
         if marker.exists():
             break
         time.sleep(0.02)
     assert marker.exists()
-    groups.cancel()
+    containment.cancel()
     worker.join(timeout=20)
     assert not worker.is_alive()
     result = box["result"]
@@ -304,11 +306,10 @@ def test_cancel_kills_the_running_sample_and_ends_the_row_err(
     assert gone_soon(int(child.read_text()))
 
 
-def test_rows_started_after_cancel_run_nothing(tmp_path: Path, settings: RunSettings) -> None:
+def test_rows_started_after_cancel_run_nothing(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     counter = tmp_path / "counter"
-    groups = ProcessGroups()
-    groups.cancel()
-    result = run_row(shell_row(tmp_path, f"echo x >> {q(counter)}", repeat=2), settings, groups)
+    containment.cancel()
+    result = run_row(shell_row(tmp_path, f"echo x >> {q(counter)}", repeat=2), settings, containment)
     assert result.status == "ERR"
     assert result.samples == ()
     assert result.error == "cancelled after 0 of 2 samples"
@@ -318,7 +319,7 @@ def test_rows_started_after_cancel_run_nothing(tmp_path: Path, settings: RunSett
 # --- environment, templates and the per-sample tmpdir ---------------------------------------------------
 
 
-def test_sample_environment_and_templates(tmp_path: Path, settings: RunSettings) -> None:
+def test_sample_environment_and_templates(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     log = tmp_path / "log.jsonl"
     script = (
         "import json, os, sys\n"
@@ -335,7 +336,7 @@ def test_sample_environment_and_templates(tmp_path: Path, settings: RunSettings)
         properties={"model": "gpt-x"},
         env={"MY_VAR": "s{{ .sample }}-{{ .model }}"},
     )
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert result.status == "PASS", result.error
     records = [json.loads(line) for line in lines(log)]
     assert len(records) == 2
@@ -353,41 +354,45 @@ def test_sample_environment_and_templates(tmp_path: Path, settings: RunSettings)
     assert os.listdir(settings.tmp_root or "") == []
 
 
-def test_assay_variables_cannot_be_overridden_by_row_env(tmp_path: Path, settings: RunSettings) -> None:
+def test_assay_variables_cannot_be_overridden_by_row_env(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     row = shell_row(tmp_path, 'echo "$ASSAY_SAMPLE"', env={"ASSAY_SAMPLE": "99"}, cel='stdout == "0\\n"')
-    assert run_row(row, settings, ProcessGroups()).status == "PASS"
+    assert run_row(row, settings, containment).status == "PASS"
 
 
-def test_tmpdir_is_kept_when_asked(tmp_path: Path) -> None:
+def test_tmpdir_is_kept_when_asked(tmp_path: Path, containment: Containment) -> None:
     root = tmp_path / "kept"
     root.mkdir()
     keep = RunSettings(run_id="r", tmp_root=str(root), keep_tmp=True)
     row = shell_row(tmp_path, 'echo hi > "$ASSAY_TMPDIR/evidence.txt"', repeat=2)
-    assert run_row(row, keep, ProcessGroups()).status == "PASS"
+    assert run_row(row, keep, containment).status == "PASS"
     kept = sorted(root.iterdir())
     assert len(kept) == 2
     assert all((d / "evidence.txt").read_text() == "hi\n" for d in kept)
 
 
-def test_files_variable_sees_files_under_the_tmpdir(tmp_path: Path, settings: RunSettings) -> None:
+def test_files_variable_sees_files_under_the_tmpdir(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     script = 'mkdir -p "$ASSAY_TMPDIR/out"; printf "sample-%s" "$ASSAY_SAMPLE" > "$ASSAY_TMPDIR/out/answer.txt"'
     cel = 'files["out/answer.txt"] == "sample-" + string(sample)'
-    result = run_row(shell_row(tmp_path, script, cel=cel, repeat=2), settings, ProcessGroups())
+    result = run_row(shell_row(tmp_path, script, cel=cel, repeat=2), settings, containment)
     assert [s.status for s in result.samples] == ["PASS", "PASS"]
 
 
-def test_files_do_not_leak_between_samples(tmp_path: Path, settings: RunSettings) -> None:
+def test_files_do_not_leak_between_samples(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     # Sample 0 writes a file; sample 1 must not see it (its tmpdir is fresh).
     script = '[ "$ASSAY_SAMPLE" = 0 ] && echo x > "$ASSAY_TMPDIR/only0.txt"; true'
     cel = '("only0.txt" in files) == (sample == 0)'
-    result = run_row(shell_row(tmp_path, script, cel=cel, repeat=2), settings, ProcessGroups())
+    result = run_row(shell_row(tmp_path, script, cel=cel, repeat=2), settings, containment)
     assert [s.status for s in result.samples] == ["PASS", "PASS"]
 
 
-def test_cwd_is_templated(tmp_path: Path, settings: RunSettings) -> None:
+def test_cwd_is_templated(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     (tmp_path / "work-gpt").mkdir()
     row = shell_row(tmp_path, "pwd", cwd=str(tmp_path / "work-{{ .model }}"), properties={"model": "gpt"})
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert result.samples[0].stdout == f"{tmp_path / 'work-gpt'}\n"
 
 
@@ -410,22 +415,26 @@ def test_template_values_offer_sample_names(tmp_path: Path) -> None:
 # --- Gavel's environment: cwd, built-in variables, skip commands ---------------------------
 
 
-def test_default_cwd_is_the_fixture_folder(tmp_path: Path, settings: RunSettings) -> None:
+def test_default_cwd_is_the_fixture_folder(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     row = shell_row(tmp_path, "pwd", cel="stdout.trim() == sourceDir && workDir == sourceDir")
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert (sample.status, sample.stdout.strip()) == ("PASS", str(tmp_path.resolve()))
 
 
-def test_relative_cwd_is_resolved_from_the_fixture_folder(tmp_path: Path, settings: RunSettings) -> None:
+def test_relative_cwd_is_resolved_from_the_fixture_folder(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     (tmp_path / "sub").mkdir()
     row = shell_row(tmp_path, "pwd", cwd="sub", cel='CWD.endsWith("/sub")')
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert (sample.status, sample.stdout.strip()) == ("PASS", str(tmp_path.resolve() / "sub"))
 
 
-def test_missing_cwd_fails_the_sample_without_running(tmp_path: Path, settings: RunSettings) -> None:
+def test_missing_cwd_fails_the_sample_without_running(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     row = shell_row(tmp_path, "touch ran", cwd="nope", cel="true")
-    result = run_row(row, settings, ProcessGroups())
+    result = run_row(row, settings, containment)
     assert result.status == "FAIL"
     (sample,) = result.samples
     assert (sample.command.status, sample.error) == ("fail", f"cwd {tmp_path.resolve() / 'nope'} does not exist")
@@ -433,74 +442,88 @@ def test_missing_cwd_fails_the_sample_without_running(tmp_path: Path, settings: 
     assert not (tmp_path / "ran").exists()
 
 
-def test_cwd_expands_variables_from_the_sample_environment(tmp_path: Path, settings: RunSettings) -> None:
+def test_cwd_expands_variables_from_the_sample_environment(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "fixtures").mkdir()
     row = replace(
         shell_row(tmp_path / "fixtures", "pwd", cwd="$GIT_ROOT_DIR"), file=str(tmp_path / "fixtures" / "f.md")
     )
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert sample.stdout.strip() == str(tmp_path.resolve())
 
 
-def test_platform_variables_are_in_the_environment_and_cel(tmp_path: Path, settings: RunSettings) -> None:
+def test_platform_variables_are_in_the_environment_and_cel(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     (tmp_path / ".git").mkdir()
     row = shell_row(
         tmp_path,
         'echo "$GOOS/$GOARCH $GIT_ROOT_DIR $ROOT_DIR"',
         cel='stdout.trim() == GOOS + "/" + GOARCH + " " + GIT_ROOT_DIR + " " + ROOT_DIR && GO_ROOT_DIR == ""',
     )
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     root = str(tmp_path.resolve())
     assert (sample.status, sample.stdout.strip()) == ("PASS", f"{go_os()}/{go_arch()} {root} {root}")
 
 
-def test_fixture_env_overrides_platform_variables_and_is_visible_to_cel(tmp_path: Path, settings: RunSettings) -> None:
+def test_fixture_env_overrides_platform_variables_and_is_visible_to_cel(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     row = shell_row(tmp_path, 'echo "$GOOS"', env={"GOOS": "plan9", "TOKEN": "t"}, cel='TOKEN == "t" && name == "row"')
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert (sample.status, sample.stdout.strip()) == ("PASS", "plan9")
 
 
-def test_ansi_facts_are_in_cel(tmp_path: Path, settings: RunSettings) -> None:
+def test_ansi_facts_are_in_cel(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:
     row = shell_row(tmp_path, r"printf '\033[31mred\033[0m\n'", cel='ansi.has_color && ansi.final_text == "red\\n"')
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert sample.status == "PASS", sample.error
 
 
 @pytest.mark.parametrize(("command", "status"), [("test -d /", "SKIP"), ("test -d /no/such/dir", "PASS")])
 def test_skip_command_skips_when_it_exits_zero(
-    tmp_path: Path, settings: RunSettings, command: str, status: str
+    tmp_path: Path, settings: RunSettings, command: str, status: str, containment: Containment
 ) -> None:
     row = shell_row(tmp_path, "echo ran", skip_command=command)
-    assert run_row(row, settings, ProcessGroups()).status == status
+    assert run_row(row, settings, containment).status == status
 
 
-def test_skip_command_runs_in_the_row_cwd_with_its_env(tmp_path: Path, settings: RunSettings) -> None:
+def test_skip_command_runs_in_the_row_cwd_with_its_env(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     (tmp_path / "marker").write_text("")
     row = shell_row(tmp_path, "echo ran", env={"WANT": "marker"}, skip_command='test -f "$WANT"')
-    assert run_row(row, settings, ProcessGroups()).status == "SKIP"
+    assert run_row(row, settings, containment).status == "SKIP"
 
 
-def test_template_error_at_run_time_is_an_error_sample(tmp_path: Path, settings: RunSettings) -> None:
+def test_template_error_at_run_time_is_an_error_sample(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     row = shell_row(tmp_path, "", argv=("echo", "{{ .m.missing }}"), properties={"m": {"k": 1}})
-    sample = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert sample.status == "ERR"
     assert sample.error is not None and "no value for .m.missing" in sample.error
 
 
-def test_run_sample_removes_its_tmpdir_even_on_error(tmp_path: Path, settings: RunSettings) -> None:
+def test_run_sample_removes_its_tmpdir_even_on_error(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
     row = shell_row(tmp_path, 'echo "$ASSAY_TMPDIR"; echo notjson', cel="json.a == 1")
-    sample: SampleResult = run_sample(row, 0, time.monotonic() + 20, settings, ProcessGroups())
+    sample: SampleResult = run_sample(row, 0, time.monotonic() + 20, settings, containment)
     assert sample.status == "ERR"
     assert not Path(sample.stdout.splitlines()[0]).exists()
 
 
-def test_a_property_with_shell_syntax_reaches_a_shell_command_as_one_literal_argument(tmp_path: Path) -> None:
+def test_a_property_with_shell_syntax_reaches_a_shell_command_as_one_literal_argument(
+    tmp_path: Path, containment: Containment
+) -> None:
     marker = tmp_path / "pwned"
     prompt = f"it's x'; touch {marker}; echo '"
     text = f"| Name | Command | Args | prompt |\n|---|---|---|---|\n| q | printf %s | {{{{ .prompt }}}} | {prompt} |\n"
     (row,) = parse_text(text, str(tmp_path / "f.md"))
-    result = run_row(row, RunSettings(run_id="t"), ProcessGroups())
+    result = run_row(row, RunSettings(run_id="t"), containment)
     assert result.status == "PASS", result.error
     assert result.samples[0].stdout == prompt
     assert not marker.exists()

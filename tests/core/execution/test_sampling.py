@@ -1,4 +1,4 @@
-"""Executing one sample: process groups, deadlines, cancellation, capped capture.
+"""Executing one sample: deadlines, cancellation, capped capture, and what it leaves running.
 
 Real subprocesses only. Nothing here asserts on how long something took,
 beyond a generous sanity bound; a timeout is proven by its status and by the
@@ -12,12 +12,14 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from fixtures_core.execution.sampling import ProcessGroups, execute, kill_group
+from fixtures_core.execution.containment import ContainedSample, Containment
+from fixtures_core.execution.sampling import execute
 from tests.processes import gone_soon, is_gone
 
 MIB = 1024 * 1024
@@ -75,6 +77,15 @@ def test_env_and_cwd_are_passed(tmp_path: Path) -> None:
 def test_stdin_is_empty() -> None:
     result = execute([sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"], deadline=soon())
     assert result.stdout == b"''\n"
+
+
+def test_stdin_bytes_of_any_size_reach_the_contained_command(containment: Containment) -> None:
+    # 4 MiB: far beyond a pipe's buffer, so feeding it must not block the reading of stdout.
+    script = "import os, sys; print(len(sys.stdin.buffer.read()), os.environ['ASSAY_SAMPLE_ID'])"
+    result = execute([sys.executable, "-c", script], deadline=soon(), stdin=b"x" * (4 * MIB), containment=containment)
+    size, token = result.stdout.decode().split()
+    assert (result.exit_code, size) == (0, str(4 * MIB))
+    assert token.startswith(containment.token)
 
 
 def test_killed_by_a_signal_reports_the_negative_signal() -> None:
@@ -223,10 +234,10 @@ def test_process_outside_the_group_holding_a_pipe_does_not_hold_the_sample(
 
 
 def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
-    groups = ProcessGroups()
-    groups.cancel()
+    containment = Containment()
+    containment.cancel()
     touched = tmp_path / "ran"
-    result = execute(["touch", str(touched)], deadline=soon(), groups=groups)
+    result = execute(["touch", str(touched)], deadline=soon(), containment=containment)
     assert result.cancelled is True
     assert result.error == "cancelled before start"
     assert result.exit_code is None
@@ -240,13 +251,15 @@ def test_cancel_kills_a_running_sample_and_its_children(tmp_path: Path, pid_file
         f"echo $$ > {shlex.quote(str(leader))}; sleep 60 & echo $! > {shlex.quote(str(child))};"
         f" echo yes > {shlex.quote(str(marker))}; wait"
     )
-    groups = ProcessGroups()
     box: dict[str, object] = {}
-    worker = threading.Thread(target=lambda: box.update(result=execute(bash(script), deadline=soon(60), groups=groups)))
-    worker.start()
-    wait_for_file(marker)
-    groups.cancel()
-    worker.join(timeout=20)
+    with Containment() as containment:
+        worker = threading.Thread(
+            target=lambda: box.update(result=execute(bash(script), deadline=soon(60), containment=containment))
+        )
+        worker.start()
+        wait_for_file(marker)
+        containment.cancel()
+        worker.join(timeout=20)
     assert not worker.is_alive()
     result = box["result"]
     assert getattr(result, "cancelled", None) is True
@@ -256,28 +269,23 @@ def test_cancel_kills_a_running_sample_and_its_children(tmp_path: Path, pid_file
     assert gone_soon(read_pid(child))
 
 
-class CancelOnAdd(ProcessGroups):
-    """A cancel() that lands after execute() checked for cancellation but before it registered the group."""
+class CancelDuringStart(Containment):
+    """A cancel() that lands after execute() checked for cancellation, while the leader starts."""
 
-    def add(self, pgid: int) -> None:
+    def start(self, argv: Sequence[str], **options: Any) -> ContainedSample:
         self.cancel()
-        super().add(pgid)
+        return super().start(argv, **options)
 
 
-def test_cancel_racing_with_start_still_kills_the_new_group() -> None:
-    result = execute(bash("sleep 30"), deadline=soon(5), groups=CancelOnAdd())
+def test_cancel_racing_with_start_still_stops_the_new_sample() -> None:
+    with CancelDuringStart() as containment:
+        result = execute(bash("sleep 30"), deadline=soon(5), containment=containment)
     assert result.cancelled is True
     assert result.timed_out is False
 
 
-def test_groups_are_forgotten_when_a_sample_ends() -> None:
-    groups = ProcessGroups()
-    execute(bash("exit 0"), deadline=soon(), groups=groups)
-    assert groups._groups == set()
-    groups.cancel()  # nothing left to kill; must not raise
-
-
-def test_kill_group_of_a_finished_group_is_fine() -> None:
-    result = execute(bash("exit 0"), deadline=soon())
-    assert result.exit_code == 0
-    kill_group(2**22 + 12345)  # no such group
+def test_samples_are_forgotten_when_they_end() -> None:
+    with Containment() as containment:
+        execute(bash("exit 0"), deadline=soon(), containment=containment)
+        assert containment._live == {}
+        containment.cancel()  # nothing left to stop; must not raise

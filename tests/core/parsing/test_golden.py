@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,18 @@ def test_missing_golden_file_names_file_line_and_field(tmp_path: Path) -> None:
     assert (
         str(caught.value) == f"{path.as_posix()}:3: Stdout: golden file '@nope.txt' not found ({tmp_path / 'nope.txt'})"
     )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_golden_file_that_is_no_regular_file_is_refused_without_reading(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "want.txt"
+    if kind == "fifo":
+        os.mkfifo(target)  # reading it would block forever
+    path = write(tmp_path, "@want.txt" if kind == "fifo" else "@/dev/zero")
+    with pytest.raises(FixtureError) as caught:
+        parse_file(path)
+    assert str(caught.value).startswith(f"{path.as_posix()}:3: Stdout: golden file ")
+    assert ("a FIFO" if kind == "fifo" else "a character device") in str(caught.value)
 
 
 def test_glob_makes_one_row_per_file_with_file_properties(tmp_path: Path) -> None:

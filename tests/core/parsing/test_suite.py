@@ -146,6 +146,7 @@ def test_a_valid_suite_validates(tmp_path: Path) -> None:
             ":46: known limit: low 3 is greater than high -3",
         ),
         (("| F8 | ambiguous | [-3, 3] |", "| F8 | ambiguous | wide |"), ":46: known limit: must be a margin range"),
+        (("| F8 | ambiguous | [-3, 3] |", f"| F8 | ambiguous | {'[' * 5000} |"), ":46: known limit: must be a margin"),
     ],
 )
 def test_bad_suite_keys_name_file_line_and_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:

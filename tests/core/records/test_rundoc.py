@@ -77,18 +77,42 @@ def test_a_valid_document_round_trips_equal(tmp_path: Path, document: dict[str, 
     assert from_document(to_document(small_run())) == small_run()
 
 
+ROW = "fixtures[0].rows[0]"
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d["summary"].update(passed="5"), "expected int, got str '5'"),
-        (lambda d: d["fixtures"][0]["rows"][0].update(line=7.0), "expected int, got float 7.0"),
-        (lambda d: d["fixtures"][0]["rows"][0].update(repeat=True), "expected int, got bool True"),
-        (lambda d: d["fixtures"][0]["rows"][0].update(name=3), "expected str, got int 3"),
-        (lambda d: d["fixtures"][0]["rows"][0]["samples"][0].update(duration_ms="12.5"), "expected float, got str"),
-        (lambda d: d["fixtures"][0]["rows"][0]["samples"][0].update(truncated="no"), "expected bool, got str 'no'"),
-        (lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"].update(gate=1), "expected bool, got int 1"),
-        (lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"]["values"].append("6"), "expected float, got str"),
-        (lambda d: d["fixtures"][0]["rows"][0]["command"].append(None), "expected str, got NoneType None"),
+        (lambda d: d["summary"].update(passed="5"), "summary.passed: expected int, got a string '5'"),
+        (
+            lambda d: d["fixtures"][0]["rows"][0].update(line=7.0),
+            f"{ROW}.line: expected int, got float 7.0",
+        ),
+        (
+            lambda d: d["fixtures"][0]["rows"][0].update(repeat=True),
+            f"{ROW}.repeat: expected int, got a boolean True",
+        ),
+        (lambda d: d["fixtures"][0]["rows"][0].update(name=3), f"{ROW}.name: expected str, got int 3"),
+        (
+            lambda d: d["fixtures"][0]["rows"][0]["samples"][0].update(duration_ms="12.5"),
+            f"{ROW}.samples[0].duration_ms: expected float, got a string",
+        ),
+        (
+            lambda d: d["fixtures"][0]["rows"][0]["samples"][0].update(truncated="no"),
+            f"{ROW}.samples[0].truncated: expected bool, got a string 'no'",
+        ),
+        (
+            lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"].update(gate=1),
+            f"{ROW}.metrics.ms.gate: expected bool, got int 1",
+        ),
+        (
+            lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"]["values"].append("6"),
+            f"{ROW}.metrics.ms.values[1]: expected float, got a string",
+        ),
+        (
+            lambda d: d["fixtures"][0]["rows"][0]["command"].append(None),
+            f"{ROW}.command[2]: expected str, got null None",
+        ),
     ],
 )
 def test_a_field_of_the_wrong_type_is_a_baseline_error(

@@ -1,17 +1,124 @@
-"""The state folder (``fixtures_core.records.store``): blessing only what passed."""
+"""The state folder: bounded, collision-free file names; incomplete and malformed runs named, not fatal;
+blessing only what passed."""
 
 from __future__ import annotations
 
+import io
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from fixtures_core.errors import UsageError
-from fixtures_core.records.rundoc import to_document
-from fixtures_core.records.store import Store, bless_refusal
+from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.records.rundoc import load_run, to_document
+from fixtures_core.records.store import MAX_SLUG, Store, bless_refusal, slug
+from fixtures_core.reports import terminal
+from tests.core.records.test_rundoc import small_run
 from tests.suites import EXAMPLE_SUITE, run_in_process
+
+
+def test_a_safe_short_name_is_its_own_slug() -> None:
+    assert slug("CLI-high_2.v1") == "CLI-high_2.v1"
+
+
+def test_names_that_differ_never_share_a_slug() -> None:
+    names = ["a/b", "a_b", "a b", "a:b", "a\\b", "..", ".", "", "ä", "a/b/", "_a_b_"]
+    slugs = [slug(name) for name in names]
+    assert len(set(slugs)) == len(names), slugs
+
+
+def test_a_long_name_is_cut_and_keeps_a_digest() -> None:
+    long = "n" * 300
+    assert len(slug(long)) <= MAX_SLUG + 13
+    assert slug(long) != slug(long + "x") != slug("n" * 299)
+
+
+def test_slugs_never_leave_the_folder_or_hide() -> None:
+    for name in ["..", "../x", ".hidden", "/etc/passwd", "a\0b"]:
+        made = slug(name)
+        assert "/" not in made and not made.startswith(".") and "\0" not in made
+
+
+def test_a_sample_of_a_row_with_a_300_character_name_is_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.prepare_evidence("r1")
+    sample = small_run().rows[0].samples[0]
+    store.write_sample("r1", 0, "n" * 300, sample)
+    store.write_sample("r1", 1, "a/b", sample)
+    store.write_sample("r1", 2, "a_b", sample)
+    files = sorted(p.name for p in (tmp_path / "runs" / "r1" / "evidence").iterdir())
+    assert len(files) == 3 and all(len(name) < 120 for name in files)
+
+
+def test_blessed_names_that_differ_are_kept_apart(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    run = small_run()
+    store.write_run(run)
+    store.bless(run.run_id, "team/a")
+    store.bless(run.run_id, "team_a")
+    assert store.baseline_file("team/a") != store.baseline_file("team_a")
+    assert {p.name for p in (tmp_path / "baselines").iterdir()} == {
+        store.baseline_file("team/a").name,
+        store.baseline_file("team_a").name,
+    }
+
+
+def test_history_lists_good_runs_and_names_a_malformed_and_an_incomplete_one(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.write_run(small_run())
+    bad = tmp_path / "runs" / "20990101T000000Z-bad"
+    bad.mkdir(parents=True)
+    (bad / "run.json").write_text('{"schema": "assay.run/v1", "summary": [1]}')
+    (tmp_path / "runs" / "20990101T000001Z-killed" / "evidence").mkdir(parents=True)
+    text = io.StringIO()
+    terminal.render_history(store.runs(), Console(file=text, width=200))
+    lines = text.getvalue().splitlines()
+    killed = next(line for line in lines if "20990101T000001Z-killed" in line)
+    broken = next(line for line in lines if "20990101T000000Z-bad" in line)
+    assert "incomplete" in killed and "no run.json" in killed
+    assert "unreadable" in broken and "summary: expected an object" in broken
+    assert any(small_run().run_id in line and "PASS" in line for line in lines)
+
+
+def test_baseline_latest_that_is_malformed_is_named(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.latest.parent.mkdir(parents=True, exist_ok=True)
+    store.latest.write_text('{"schema": "assay.run/v1", "fixtures": 3}')
+    with pytest.raises(BaselineError, match="latest.json: malformed run document: fixtures: expected a list"):
+        load_run(store.resolve_run("latest"))
+
+
+def test_a_reference_that_is_a_fifo_reaches_the_loader_which_refuses_it(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "base.json"
+    os.mkfifo(fifo)
+    assert Store(tmp_path / "state").resolve_run(str(fifo)) == fifo
+    with pytest.raises(BaselineError, match="a FIFO"):
+        load_run(fifo)
+
+
+def test_a_reference_too_long_for_a_file_name_is_no_run(tmp_path: Path) -> None:
+    with pytest.raises(BaselineError, match="no such run file"):
+        Store(tmp_path).resolve_run("x" * 5000)
+
+
+def test_runs_closing_at_once_in_one_process_leave_every_run_and_latest_whole(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    runs = [replace(small_run(), run_id=f"20260101T00000{i}Z-{i}") for i in range(8)]
+    threads = [threading.Thread(target=store.write_run, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for run in runs:
+        assert load_run(store.run_file(run.run_id)) == run
+    assert load_run(store.latest).run_id in {run.run_id for run in runs}
+    assert not [p for p in tmp_path.rglob("*.tmp")], "no temporary file is left behind"
+    assert json.loads(store.latest.read_text())["schema"] == "assay.run/v1"
 
 
 def test_bless_refuses_a_failed_run_unless_forced(tmp_path: Path) -> None:

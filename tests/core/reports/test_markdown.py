@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.execution.sampling import ProcessGroups
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
 from fixtures_core.reports import markdown, terminal
@@ -61,14 +61,14 @@ def fake_sample(row: RowSpec, index: int, deadline: float) -> SampleResult:
 
 
 @pytest.fixture
-def run(tmp_path: Path) -> RunResult:
+def run(tmp_path: Path, containment: Containment) -> RunResult:
     fixture = tmp_path / "suite.md"
     fixture.write_text(FIXTURE)
     options = RunOptions(paths=(str(fixture),), out=str(tmp_path / "state"), k=2)
     matrix = plan(options).matrix
     recorder = Recorder(Store(tmp_path / "state"), "run-1", matrix)
     settings = RunSettings(run_id="run-1")
-    rows = [run_row(row, settings, ProcessGroups(), sample_runner=fake_sample) for row in matrix.rows]
+    rows = [run_row(row, settings, containment, sample_runner=fake_sample) for row in matrix.rows]
     return complete(recorder, options, rows)
 
 

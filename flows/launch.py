@@ -1,0 +1,13 @@
+"""The ``assay`` console script: guard interrupts first, then import the command line (slow)."""
+
+from __future__ import annotations
+
+
+def cli() -> None:
+    """``assay ...``: an interrupt while the imports run exits 2 with one line, never a traceback."""
+    from flows.interrupts import guard_start_up
+
+    guard_start_up()
+    from flows.run import cli as run_cli
+
+    run_cli()
