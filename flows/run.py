@@ -35,6 +35,7 @@ from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import Progress
 from fixtures_core.runner import RunOptions, plan, record
+from fixtures_core.spec import Matrix
 from flows.interrupts import Interrupted, InterruptGuard, exit_now
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 
@@ -185,6 +186,7 @@ def execute_run(
     (``Containment``); signals follow ``flows.interrupts``.
     """
     planned = plan(options)
+    _note_warnings(planned.matrix)
     run_id = new_run_id()
     counts = Progress(planned.matrix)
     backend = None if options.engine == "local" else _prefect_backend()
@@ -196,6 +198,14 @@ def execute_run(
         from flows.matrix import run_with_prefect
 
         return run_with_prefect(options, run_id, containment, planned, counts, backend, tags, announce)
+
+
+def _note_warnings(matrix: Matrix) -> None:
+    """A run reads what ``validate`` warns about too: say so in one line, never silently."""
+    count = sum(len(f.warnings) for f in matrix.files)
+    if count:
+        noun = "construct" if count == 1 else "constructs"
+        err.print(f"warning: {count} fixture {noun} assay reads but does not run or check: `assay validate` lists them")
 
 
 def _prefect_backend() -> Backend:
@@ -248,7 +258,7 @@ def validate_command(
         err.print(f"warning: {warning}")
     rows = matrix.rows
     samples = sum(r.repeat for r in rows if not r.skip)
-    noted = f", {len(warnings)} warnings" if warnings else ""
+    noted = f", {len(warnings)} warning{'' if len(warnings) == 1 else 's'}" if warnings else ""
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
 
 
