@@ -3,6 +3,8 @@ command-line forms (``--limit``, ``--budget``): what they read as, and one-line 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fixtures_core.errors import FixtureError
@@ -91,3 +93,16 @@ def test_command_line_forms() -> None:
 def test_a_later_limit_replaces_what_it_sets_and_keeps_the_rest() -> None:
     merged = merge_limits([Limit("p", concurrency=2, rate=Rate(1, 1.0)), Limit("p", concurrency=5), Limit("q", 1)])
     assert merged == (Limit("p", concurrency=5, rate=Rate(1, 1.0)), Limit("q", concurrency=1))
+
+
+def test_a_file_budget_must_sum_a_metric_of_that_file(tmp_path: Path) -> None:
+    from fixtures_core.parsing.matrix import load_matrix
+    from fixtures_core.parsing.validate import validate_matrix
+
+    path = tmp_path / "costly.md"
+    path.write_text(with_frontmatter("budget: cost_usd <= 5"))
+    (error,) = validate_matrix(load_matrix([str(path)]))
+    assert str(error) == (
+        f"{path.as_posix()}:2: budget: budget sums metric 'cost_usd', which no row of this file extracts "
+        "(metrics: none)"
+    )
