@@ -40,7 +40,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--k", type=int, help="k of pass@k and pass^k")
     parser.add_argument("--filter", help="only rows whose name matches this glob")
     parser.add_argument("--group-by", action="append", default=[], help="suite figures per value of this property")
-    parser.add_argument("--parallel", type=int, default=4, help="rows at once")
+    parser.add_argument("--parallel", type=int, help="rows at once (default: as many as sample slots)")
+    parser.add_argument("--concurrency", type=int, help="samples in flight across the run (default: the fixtures')")
+    parser.add_argument(
+        "--limit", action="append", default=[], dest="limits", help="PROPERTY=CAP or PROPERTY=COUNT/UNIT (repeatable)"
+    )
+    parser.add_argument("--budget", help="a summed metric and its cap for each run: 'cost_usd <= 5'")
     parser.add_argument("--label", default="nightly", help="label of every run (default: nightly)")
     parser.add_argument("--tag", action="append", default=[], dest="tags", help="a Prefect tag (repeatable)")
     parser.add_argument(
@@ -83,6 +88,9 @@ def serve(args: argparse.Namespace) -> int:
             "group_by": args.group_by,
             "filter": args.filter,
             "parallel": args.parallel,
+            "concurrency": args.concurrency,
+            "limit": args.limits,
+            "budget": args.budget,
             "label": args.label,
             "baseline": args.baseline,
             "tolerance": args.tolerance,

@@ -6,8 +6,9 @@ An engine (the local thread pool, or the Prefect flow) only decides where
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -17,18 +18,46 @@ from fixtures_core.analysis.finalize import Summary, finalize_rows, summarize
 from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
+from fixtures_core.execution.spending import Spending
 from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.suite import with_judge
+from fixtures_core.parsing.throughput import merge_limits, parse_budget, parse_limit
 from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.records.resume import (
+    check_fixtures,
+    check_resumable,
+    read_started,
+    resolve_started,
+    resumed_rows,
+    write_started,
+)
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, load_run, utc_now
 from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult, SampleResult, Status, worst
-from fixtures_core.spec import Matrix, RowSpec
+from fixtures_core.spec import Budget, Limit, Matrix, Rate, RowSpec
+
+DEFAULT_PARALLEL = 4
+# What a resumed run may change: how it runs and what it writes besides run.json, never what it runs.
+EXECUTION_OPTIONS = frozenset(
+    {
+        "engine",
+        "parallel",
+        "concurrency",
+        "limits",
+        "dask_address",
+        "capture_limit",
+        "html",
+        "junit",
+        "summary",
+        "frame",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +70,14 @@ class RunOptions:
     repeat: int | None = None
     k: int | None = None
     group_by: tuple[str, ...] = ()
-    parallel: int = 4
+    parallel: int | None = None  # rows in flight (default: the sample slots)
+    concurrency: int | None = (
+        None  # samples in flight across the run (default: the files' own, else --parallel, else 4)
+    )
+    limits: tuple[str, ...] = ()  # PROPERTY=CAP or PROPERTY=COUNT/UNIT, on top of the files' limits
+    budget: str | None = None  # a summed metric and its cap for the whole run: "cost_usd <= 5"
+    resume: str | None = None  # the interrupted run this run continues
+    dask_address: str | None = None  # run samples on this Dask scheduler ("local": a LocalCluster of processes)
     label: str | None = None
     engine: str = "prefect"
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
@@ -75,8 +111,14 @@ class RunOptions:
 
     def check(self) -> None:
         """Raise UsageError for values out of range."""
-        if self.parallel < 1:
+        if self.parallel is not None and self.parallel < 1:
             raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
+        self.run_limits()
+        self.run_budget()
+        if self.dask_address is not None and self.engine != "prefect":
+            raise UsageError("--dask-address runs samples on Dask workers through Prefect: not with --engine local")
         if self.k is not None and self.k < 1:
             raise UsageError(f"--k must be >= 1, got {self.k}")
         if self.engine not in ("prefect", "local"):
@@ -87,6 +129,25 @@ class RunOptions:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
         check_tolerance(self.tolerance)
         self.reports.check()
+
+    def run_limits(self) -> tuple[Limit, ...]:
+        """``--limit`` values (UsageError when one does not parse)."""
+        parsed = []
+        for text in self.limits:
+            try:
+                parsed.append(parse_limit(text))
+            except ValueError as exc:
+                raise UsageError(f"--limit {text}: {exc}") from None
+        return merge_limits(parsed)
+
+    def run_budget(self) -> Budget | None:
+        """``--budget`` (UsageError when it does not parse)."""
+        if self.budget is None:
+            return None
+        try:
+            return parse_budget(self.budget, "--budget")
+        except ValueError as exc:
+            raise UsageError(f"--budget: {exc}") from None
 
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""
@@ -103,10 +164,14 @@ class Baseline:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run will execute, checked before anything runs."""
+    """What a run will execute, checked before anything runs; a resumed run's id, start and
+    what it already has."""
 
     matrix: Matrix
     baseline: Baseline | None = None
+    resumed: Resumed | None = None
+    run_id: str | None = None
+    started_at: str | None = None
 
 
 def plan(options: RunOptions) -> Plan:
@@ -127,7 +192,106 @@ def plan(options: RunOptions) -> Plan:
     selected = select(matrix, options.filter, options.repeat)
     if baseline is not None:
         check_overlap(selected, baseline)
-    return Plan(selected, baseline)
+    _check_budget_metric(options, selected)
+    if options.resume is None:
+        return Plan(selected, baseline)
+    store = store_for(options)
+    started = read_started(resolve_started(store, options.resume))
+    check_fixtures(started, selected)
+    resumed = resumed_rows(store, started.run_id, selected)
+    return Plan(selected, baseline, resumed, started.run_id, started.started_at)
+
+
+def _check_budget_metric(options: RunOptions, matrix: Matrix) -> None:
+    budget = options.run_budget()
+    if budget is None:
+        return
+    names = sorted({m.name for row in matrix.rows for m in row.metrics})
+    if budget.metric not in names:
+        known = ", ".join(names) or "none"
+        raise UsageError(f"--budget sums metric '{budget.metric}', which no row extracts (metrics: {known})")
+
+
+def resume_options(options: RunOptions) -> RunOptions:
+    """``--resume RUN``: that run's own options, with this command's way of running it (engine,
+    slots, limits, report files); anything that would change what runs is a usage error."""
+    if options.resume is None:
+        return options
+    store = store_for(options)
+    started = read_started(resolve_started(store, options.resume))
+    check_resumable(store, started)
+    defaults = RunOptions(paths=())
+    changed = [f.name for f in dataclasses.fields(RunOptions) if getattr(options, f.name) != getattr(defaults, f.name)]
+    conflicting = [name for name in changed if name not in EXECUTION_OPTIONS | {"resume", "out"}]
+    if conflicting:
+        flags = ", ".join("PATH" if n == "paths" else "--" + n.replace("_", "-") for n in conflicting)
+        raise UsageError(f"--resume {started.run_id} runs that run's own fixtures and options: drop {flags}")
+    fields = {f.name for f in dataclasses.fields(RunOptions)}
+    recorded = {k: v for k, v in started.options.items() if k in fields and k not in ("out", "resume")}
+    mine = {name: getattr(options, name) for name in changed if name in EXECUTION_OPTIONS}
+    return RunOptions.from_mapping({**recorded, **mine, "out": options.out, "resume": started.run_id})
+
+
+def sample_slots(options: RunOptions, matrix: Matrix) -> int:
+    """Samples in flight across the run: ``--concurrency``, else the smallest ``concurrency`` of the
+    fixture files, else ``--parallel`` (so ``--parallel 8`` alone still runs 8 samples at once), else 4."""
+    declared = [row.concurrency for row in matrix.rows if row.concurrency is not None]
+    return options.concurrency or min(declared, default=0) or options.parallel or DEFAULT_PARALLEL
+
+
+def rows_at_once(options: RunOptions, matrix: Matrix) -> int:
+    """Rows in flight: ``--parallel``, else as many as there are sample slots."""
+    return options.parallel or sample_slots(options, matrix)
+
+
+def run_limits(options: RunOptions, matrix: Matrix) -> tuple[Limit, ...]:
+    """The caps of the run: the strictest each fixture file sets per property, then ``--limit``'s."""
+    declared: dict[str, Limit] = {}
+    for row in matrix.rows:
+        for limit in row.limits:
+            before = declared.get(limit.property)
+            declared[limit.property] = limit if before is None else _stricter(before, limit)
+    return merge_limits([*declared.values(), *options.run_limits()])
+
+
+def _stricter(a: Limit, b: Limit) -> Limit:
+    caps = [c for c in (a.concurrency, b.concurrency) if c is not None]
+    rates = [r for r in (a.rate, b.rate) if r is not None]
+    slowest: Rate | None = min(rates, key=lambda r: r.count / r.per_s) if rates else None
+    return Limit(a.property, concurrency=min(caps) if caps else None, rate=slowest)
+
+
+@contextlib.contextmanager
+def pool_for(
+    options: RunOptions, planned: Plan, order: Sequence[RowSpec], gate: Gate | None = None
+) -> Iterator[SamplePool]:
+    """The sample pool of a run: its slots, limits and budgets (a resumed run's kept samples are spent already)."""
+    spending = Spending(options.run_budget())
+    resumed = planned.resumed or Resumed()
+    for row in planned.matrix.rows:
+        kept = resumed.rows[row.id].samples if row.id in resumed.rows else resumed.samples.get(row.id, ())
+        for sample in kept:
+            spending.charge(row, sample)
+    limits = run_limits(options, planned.matrix)
+    with sample_pool(sample_slots(options, planned.matrix), limits, spending, gate, order, resumed) as pool:
+        yield pool
+
+
+def run_error(containment: Containment, pool: SamplePool, rows: Sequence[RowResult]) -> str | None:
+    """Why the run could not complete: an interrupt, or a budget that stopped rows (naming them)."""
+    interrupted = interruption(containment)
+    if interrupted is not None:
+        return interrupted
+    skipped = [r.name for r in rows if r.status == "SKIP" and (r.error or "").startswith("budget exhausted")]
+    stopped = [r.name for r in rows if r.status == "ERR" and (r.error or "").startswith("budget exhausted")]
+    if not skipped and not stopped:
+        return None  # the budget was reached by the last samples, or never: every sample ran
+    parts = ["budget exhausted: " + "; ".join(pool.spending.reached())]
+    if stopped:
+        parts.append(f"{len(stopped)} row(s) stopped early: {', '.join(stopped)}")
+    if skipped:
+        parts.append(f"{len(skipped)} row(s) skipped: {', '.join(skipped)}")
+    return "; ".join(parts)
 
 
 def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
@@ -154,14 +318,20 @@ class Recorder:
     matrix: Matrix
     started_at: str = field(default_factory=utc_now)
     listener: ProgressListener | None = None
+    resumed: Resumed | None = None  # what a resumed run already has (its evidence is written)
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
         self.store.prepare_evidence(self.run_id)
 
     def on_row_start(self, row: RowSpec) -> None:
-        if self.listener is not None:
-            self.listener.row_started(row)
+        if self.listener is None:
+            return
+        self.listener.row_started(row)
+        if self.resumed is not None:  # the samples a resumed run kept count as done
+            kept = self.resumed.rows[row.id].samples if row.id in self.resumed.rows else ()
+            for sample in kept or self.resumed.samples.get(row.id, ()):
+                self.listener.sample_finished(row, sample)
 
     def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
@@ -170,7 +340,8 @@ class Recorder:
 
     def on_row(self, row: RowResult) -> None:
         """A row's samples are done; its metrics and comparisons come at finalize."""
-        self.store.write_row(self.run_id, self._index[row.id], row)
+        if self.resumed is None or self.resumed.rows.get(row.id) is not row:  # a kept row is on disk already
+            self.store.write_row(self.run_id, self._index[row.id], row)
         if self.listener is not None:
             self.listener.row_finished(row)
 
@@ -178,6 +349,16 @@ class Recorder:
         """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
         path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
         return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
+
+
+def open_run(options: RunOptions, run_id: str, planned: Plan, listener: ProgressListener | None = None) -> Recorder:
+    """The recorder of a run that starts now (recording its options for ``--resume``), or that resumes."""
+    store = store_for(options)
+    if planned.resumed is not None:
+        return Recorder(store, run_id, planned.matrix, planned.started_at or utc_now(), listener, planned.resumed)
+    recorder = Recorder(store, run_id, planned.matrix, listener=listener)
+    write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
+    return recorder
 
 
 def interruption(containment: Containment) -> str | None:
@@ -261,7 +442,8 @@ def _finalized(
     evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
     evidence = Evidence(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
     skip_judge = options.dry_run or error is not None
-    judged = judge_run(matrix.rows, rows, evidence, containment, options.parallel, options.seed, skip_judge)
+    calls = options.concurrency or options.parallel or DEFAULT_PARALLEL
+    judged = judge_run(matrix.rows, rows, evidence, containment, calls, options.seed, skip_judge)
     finished = [
         shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
     ]

@@ -75,6 +75,41 @@ class Redaction:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """At most ``count`` sample starts per ``per_s`` seconds (``10/minute``), as a token bucket."""
+
+    count: int
+    per_s: float
+
+    def __str__(self) -> str:
+        unit = {1.0: "second", 60.0: "minute", 3600.0: "hour"}.get(self.per_s)
+        return f"{self.count}/{unit}" if unit else f"{self.count}/{self.per_s:g}s"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Per value of a row property (``provider``): at most ``concurrency`` samples in flight,
+    and at most ``rate`` sample starts (``limits: {provider: 2}``, ``--limit provider=10/minute``)."""
+
+    property: str
+    concurrency: int | None = None
+    rate: Rate | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A cap on a metric summed over the samples of a run (``budget: cost_usd <= 5``): once the
+    sum reaches ``cap`` no new sample starts. ``where`` is where it was set (``file:line``, ``--budget``)."""
+
+    metric: str
+    cap: float
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.metric} <= {self.cap:g}"
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What every sample must show: exit code, exact streams, a CEL assertion."""
 
@@ -112,6 +147,10 @@ class RowSpec:
     fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
     ab: ArmRow | None = None  # the row's case and arm in an A/B suite
     redaction: Redaction = field(default_factory=Redaction)
+    serial: bool = False  # the row's samples run one after another, in order (commands that share state)
+    concurrency: int | None = None  # the file's frontmatter: samples in flight at once (a run takes the smallest)
+    limits: tuple[Limit, ...] = ()  # the file's frontmatter: caps per property value
+    budget: Budget | None = None  # the file's frontmatter: a summed metric its samples may spend
 
     @property
     def id(self) -> str:

@@ -5,6 +5,12 @@ task about 5 ms. Sample tasks never retry and never cache (a cached sample
 would silently not run). Deadlines are enforced by ``fixtures_core.execution.sampling``
 because Prefect's timeouts cannot interrupt a blocking call in a thread.
 
+Row tasks run on a thread pool (rows in flight); each takes slots for its
+samples from the run's one pool of sample slots (``runner.pool_for``) and
+runs its sample tasks as children on the pool's threads, or on Dask workers
+(``flows.dask_workers``). ``limits`` also go through Prefect's global
+concurrency limits (``flows.concurrency``), which hold across flow runs.
+
 What the UI shows: the flow run is named after the assay run id (and
 label) and tagged (``flows.suite``); every task ends in an honest state
 (``flows.states``); rows and failing samples log a concise line to the API;
@@ -15,10 +21,13 @@ automations (``flows.events``).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import math
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -45,7 +54,9 @@ from prefect.utilities.urls import url_for  # noqa: E402
 
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
+from fixtures_core.execution.pool import SamplePool  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
+from fixtures_core.execution.slots import key_value  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
@@ -57,14 +68,21 @@ from fixtures_core.runner import (  # noqa: E402
     Recorder,
     RunOptions,
     complete,
-    interruption,
+    open_run,
     plan,
+    pool_for,
+    rows_at_once,
+    run_error,
+    run_limits,
+    sample_slots,
     settings_for,
     store_for,
 )
 from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import states  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402
+from flows.concurrency import GlobalLimits  # noqa: E402
+from flows.dask_workers import DaskSamples, run_on_worker  # noqa: E402
 from flows.events import emit_run_finished  # noqa: E402
 from flows.parameters import MatrixParameters, ParameterError  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
@@ -100,12 +118,19 @@ def _launched() -> Launch | None:
 
 @dataclass
 class _LiveRun:
-    """A run in flight in this process: its containment (what a signal stops) and its row board."""
+    """A run in flight in this process: its containment (what a signal stops), its row board, its
+    sample pool, the containment scope of each sample in flight, and its Dask workers if any."""
 
     containment: Containment = field(default_factory=Containment)
     board: RowBoard = field(default_factory=lambda: RowBoard(()))
     listener: ProgressListener | None = None  # the command line's progress display
     owned: bool = True  # the containment was made for this run (else the caller closes it)
+    pool: SamplePool | None = None
+    scopes: dict[str, Containment] = field(default_factory=dict)
+    dask: DaskSamples | None = None
+    # Looked up, not a row task parameter: a sample task on Dask carries its parent task's parameters
+    # to the worker, and the recorder (its progress display) stays in this process.
+    recorder: Recorder | None = None
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -114,38 +139,69 @@ _LIVE_LOCK = threading.Lock()
 
 def _live(run_id: str) -> _LiveRun:
     with _LIVE_LOCK:
-        return _LIVE.setdefault(run_id, _LiveRun())
+        live = _LIVE.get(run_id)
+        if live is None:  # not setdefault: a _LiveRun starts a Containment, which must happen once per run
+            live = _LIVE[run_id] = _LiveRun()
+        return live
 
 
-def containment_of(run_id: str) -> Containment:
-    """The containment of one live run (tasks find theirs by the run id in RunSettings)."""
-    return _live(run_id).containment
+def _live_here(run_id: str) -> _LiveRun | None:
+    """The run, when this process runs its flow (a Dask worker does not)."""
+    with _LIVE_LOCK:
+        return _LIVE.get(run_id)
 
 
 @task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def sample_task(row: RowSpec, index: int, deadline: float, settings: RunSettings) -> State[Any]:
-    """One execution of a row's command, checked: Completed, Failed with its reason, or TimedOut."""
-    result = run_sample(row, index, deadline, settings, containment_of(settings.run_id))
+def sample_task(
+    row: RowSpec, index: int, deadline: float, settings: RunSettings, scope: str, wall_deadline: float
+) -> State[Any]:
+    """One execution of a row's command, checked: Completed, Failed with its reason, or TimedOut.
+
+    ``deadline`` is monotonic, for this process; on a Dask worker ``wall_deadline`` (wall clock)
+    sets it. ``scope`` names the row's containment scope in this process.
+    """
+    live = _live_here(settings.run_id)
+    if live is None:
+        result = run_on_worker(row, index, wall_deadline, settings)
+    else:
+        result = run_sample(row, index, deadline, settings, live.scopes.get(scope, live.containment))
     if not result.passed:
         get_run_logger().warning(states.sample_log(row.name, result))
     return states.sample_state(result)
 
 
 @task(name="row", task_run_name="{row.name}", retries=0, cache_policy=NO_CACHE, persist_result=False)
-def row_task(row: RowSpec, settings: RunSettings, recorder: Recorder, k: int | None) -> State[Any]:
-    """Every sample of one row, serially, under the row's time budget; ends in the row's final state."""
-
-    def as_task(spec: RowSpec, index: int, deadline: float) -> SampleResult:
-        state = sample_task(opaque(spec), index, deadline, opaque(settings), return_state=True)
-        return states.carried(state, SampleResult)
-
+def row_task(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
+    """Every sample of one row, on the run's sample slots, under the row's time budget; ends in the
+    row's final state."""
     live = _live(settings.run_id)
+    recorder = live.recorder
+    assert recorder is not None, "a row task runs inside its run's flow"
+
+    def as_task(spec: RowSpec, index: int, deadline: float, scope: Containment) -> SampleResult:
+        key = f"{spec.id}#{index}"
+        live.scopes[key] = scope
+        wall = time.time() + (deadline - time.monotonic()) if deadline != math.inf else math.inf
+        try:
+            if live.dask is not None:
+                # Not quoted: Dask would take a quote (a tuple) apart on its way to the worker.
+                parameters = {"row": spec, "index": index, "deadline": deadline,
+                              "settings": settings, "scope": key, "wall_deadline": wall}  # fmt: skip
+                state = live.dask.run(sample_task, parameters, spec.id, scope)
+            else:
+                state = sample_task(opaque(spec), index, deadline, opaque(settings), key, wall, return_state=True)
+            return states.carried(state, SampleResult)
+        finally:
+            live.scopes.pop(key, None)
+
     recorder.on_row_start(row)
     try:
         # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
         # would show them "RolledBack"); each sample keeps the state it ended in.
         with transaction(commit_mode=CommitMode.EAGER):
-            raw = run_row(row, settings, live.containment, sample_runner=as_task, on_sample=recorder.on_sample)
+            raw = run_row(
+                row, settings, live.containment, sample_runner=as_task, on_sample=recorder.on_sample, pool=live.pool
+            )
     except Exception as exc:
         live.board.post(crashed_row(row, exc))  # rows comparing with this one must not wait for it
         raise
@@ -167,7 +223,7 @@ def finalize_task(
     suite: str,
 ) -> RunResult:
     """Metrics, comparisons, verdict; the run document, the UI artifacts and the finished event."""
-    run = complete(recorder, options, rows, error, baseline, containment_of(recorder.run_id))
+    run = complete(recorder, options, rows, error, baseline, _live(recorder.run_id).containment)
     document = recorder.store.run_file(run.run_id).resolve()
     create_markdown_artifact(
         key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
@@ -274,12 +330,18 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
     order = baselines_first(planned.matrix.rows)
     live.board = RowBoard(order)
     try:
-        recorder = Recorder(store_for(options), run_id, planned.matrix, listener=live.listener)
+        recorder = open_run(options, run_id, planned, live.listener)
         settings = settings_for(options, run_id)
-        runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=options.parallel)
-        with runner.duplicate() as pool:
-            shared = {"settings": opaque(settings), "recorder": opaque(recorder), "k": options.k}
-            futures = [pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
+        runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=rows_at_once(options, planned.matrix))
+        with (
+            pool_for(options, planned, order, _global_limits(options, planned)) as samples,
+            _dask(options, run_id, live, sample_slots(options, planned.matrix)),
+            runner.duplicate() as rows_pool,
+        ):
+            live.pool = samples
+            live.recorder = recorder
+            shared = {"settings": opaque(settings), "k": options.k}
+            futures = [rows_pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
             try:
                 wait(cast(list[Any], futures))
             except BaseException:
@@ -291,14 +353,39 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
                 stopped = "interrupted: the flow run was stopped"
                 complete(recorder, options, rows, stopped, planned.baseline, live.containment)
                 raise
-        rows = _row_results(futures, order, live.board)
-        error = interruption(live.containment)
+            rows = _row_results(futures, order, live.board)
+            error = run_error(live.containment, samples, rows)
         return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline), suite)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
         if live.owned:
             live.containment.close()
+
+
+def _global_limits(options: RunOptions, planned: Plan) -> GlobalLimits | None:
+    """Prefect's global concurrency limits for the run's ``limits`` (None without any)."""
+    limits = run_limits(options, planned.matrix)
+    if not limits:
+        return None
+    names = {limit.property for limit in limits}
+    keys = [(name, key_value(row.properties[name])) for row in planned.matrix.rows for name in names
+            if name in row.properties]  # fmt: skip
+    return GlobalLimits(limits, keys, get_run_logger())  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _dask(options: RunOptions, run_id: str, live: _LiveRun, slots: int) -> Iterator[None]:
+    """Samples on Dask workers for the run (``--dask-address``), else in this process."""
+    if options.dask_address is None:
+        yield
+        return
+    with DaskSamples(options.dask_address, run_id, live.containment, slots) as dask:
+        live.dask = dask
+        try:
+            yield
+        finally:
+            live.dask = None
 
 
 def _row_results(futures: Sequence[PrefectFuture[Any]], rows: Sequence[RowSpec], board: RowBoard) -> list[RowResult]:

@@ -41,7 +41,15 @@ class MatrixParameters(BaseModel):
     filter: Text | None = Field(
         None, description="Only rows whose name matches this glob (the baseline rows they compare with are kept)."
     )
-    parallel: int = Field(4, ge=1, description="Rows that run at once.")
+    parallel: int | None = Field(None, ge=1, description="Rows that run at once (default: the sample slots).")
+    concurrency: int | None = Field(
+        None, ge=1, description="Samples in flight across the run (default: the fixtures' own, else parallel, else 4)."
+    )
+    limit: list[Text] = Field(
+        default_factory=list,
+        description="Caps per property value on top of the fixtures' limits: PROPERTY=CAP or PROPERTY=COUNT/UNIT.",
+    )
+    budget: Text | None = Field(None, description="A summed metric and its cap for the run, e.g. cost_usd <= 5.")
     label: Text | None = Field(
         None, description="A label stored with the run; also a tag and part of the flow run's name."
     )
@@ -69,7 +77,8 @@ class MatrixParameters(BaseModel):
         return cls(
             paths=list(options.paths), out=options.out, repeat=options.repeat, k=options.k,
             group_by=list(options.group_by), filter=options.filter, parallel=options.parallel, label=options.label,
-            baseline=options.baseline, tolerance=options.tolerance, tags=list(tags),
+            baseline=options.baseline, tolerance=options.tolerance, tags=list(tags), concurrency=options.concurrency,
+            limit=list(options.limits), budget=options.budget,
         )  # fmt: skip
 
     def to_options(self) -> RunOptions:
@@ -77,7 +86,8 @@ class MatrixParameters(BaseModel):
         return RunOptions(
             paths=tuple(self.paths), out=self.out, filter=self.filter, repeat=self.repeat, k=self.k,
             group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
-            baseline=self.baseline, tolerance=self.tolerance,
+            baseline=self.baseline, tolerance=self.tolerance, concurrency=self.concurrency, limits=tuple(self.limit),
+            budget=self.budget,
         )  # fmt: skip
 
 

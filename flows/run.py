@@ -13,6 +13,7 @@ from flows.interrupts import guard_start_up
 if __name__ == "__main__":  # ``python -m flows.run``: an interrupt during the slow imports below exits 2, quietly
     guard_start_up()
 
+import importlib.util
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import Progress
-from fixtures_core.runner import RunOptions, plan, record
+from fixtures_core.runner import RunOptions, plan, record, resume_options
 from fixtures_core.spec import Matrix
 from flows.interrupts import Interrupted, InterruptGuard, exit_now
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
@@ -48,6 +49,11 @@ JUNIT_HELP = "Write JUnit XML here (a testcase per row) for CI test tabs."
 SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."
 FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
 JUDGE_HELP = "A judge command line replacing the A/B suites' own."
+CONCURRENCY_HELP = "Samples in flight across the run (default: the fixtures' own, else --parallel, else 4)."
+LIMIT_HELP = "Cap per property value: PROPERTY=N in flight, or PROPERTY=N/minute (repeatable)."
+BUDGET_HELP = "Start no sample once a metric summed over the run reaches a cap: 'cost_usd <= 5'."
+RESUME_HELP = "Continue an interrupted or killed run (its id, folder, or latest); only missing samples run."
+DASK_HELP = "Run the samples on this Dask scheduler, or 'local' for a LocalCluster of processes."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 out = Console(highlight=False, markup=False)  # names and labels are text, never markup
 if not out.is_terminal and "COLUMNS" not in os.environ:
@@ -71,7 +77,9 @@ class Exit(Exception):
 
 @app.command("run")
 def run_command(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
+    paths: Annotated[
+        Optional[list[str]], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")
+    ] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     repeat: Annotated[Optional[int], typer.Option("--repeat", help="Override every row's repeat.")] = None,
@@ -82,7 +90,14 @@ def run_command(
     name_filter: Annotated[
         Optional[str], typer.Option("--filter", help="Only rows whose name matches this glob.")
     ] = None,
-    parallel: Annotated[int, typer.Option("--parallel", help="Rows run at once.")] = 4,
+    parallel: Annotated[
+        Optional[int], typer.Option("--parallel", help="Rows in flight (default: as many as sample slots).")
+    ] = None,
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
+    limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
+    budget: Annotated[Optional[str], typer.Option("--budget", help=BUDGET_HELP)] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help=RESUME_HELP)] = None,
+    dask_address: Annotated[Optional[str], typer.Option("--dask-address", help=DASK_HELP)] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the run.")] = None,
     tags: Annotated[
         Optional[list[str]], typer.Option("--tag", help="A Prefect tag for the flow run (repeatable).")
@@ -125,13 +140,19 @@ def run_command(
         raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
     if bless and dry_run:
         raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
+    if not paths and resume is None:
+        raise click.UsageError("give at least one PATH (a fixture file or folder), or --resume RUN")
     options = RunOptions(
-        paths=tuple(paths), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
+        paths=tuple(paths or ()), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
         parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
+        concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
     )  # fmt: skip
+    options = resume_options(options)
     if tags and engine == "local":
         raise UsageError("--tag tags the Prefect flow run: --engine local has none")
+    if options.dask_address is not None and importlib.util.find_spec("prefect_dask") is None:
+        raise UsageError("--dask-address needs prefect-dask and distributed: pip install 'assay[dask]'")
     links: list[str] = []
     run = execute_run(options, progress, progress_interval, tuple(tags or ()), announce=links.append)
     guard = _guard()
@@ -187,7 +208,7 @@ def execute_run(
     """
     planned = plan(options)
     _note_warnings(planned.matrix)
-    run_id = new_run_id()
+    run_id = planned.run_id or new_run_id()
     counts = Progress(planned.matrix)
     backend = None if options.engine == "local" else _prefect_backend()
     with Containment() as containment, _guard().running(containment), ProgressDisplay(counts, err, progress, interval):

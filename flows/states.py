@@ -38,6 +38,11 @@ class Outcome(Exception, Generic[T]):
         super().__init__(message)
         self.value = value
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # An exception pickles as its class and args: keep the value too (a sample's state comes back
+        # from a Dask worker pickled).
+        return (type(self), (self.value, str(self)))
+
     def __repr__(self) -> str:
         status = getattr(self.value, "status", "")
         return f"<{type(self.value).__name__} {status}>".replace(" >", ">")

@@ -36,6 +36,7 @@ import contextlib
 import ctypes
 import errno
 import itertools
+import math
 import os
 import queue
 import secrets
@@ -67,16 +68,24 @@ class Containment:
     A scheduler calls ``start`` for each sample and ``ContainedSample.stop`` or
     ``finish`` when it ends; ``cancel`` (a signal handler may call it) stops
     every live sample, gracefully or at once. Use as a context manager, or
-    call ``close``.
+    call ``close``. ``scope`` gives a part of the run (one row's samples)
+    that can be stopped on its own.
     """
 
     def __init__(
-        self, grace_s: float = GRACE_S, use_cgroups: bool = True, pdeathsig: bool = True, watchdog: bool = True
+        self,
+        grace_s: float = GRACE_S,
+        use_cgroups: bool = True,
+        pdeathsig: bool = True,
+        watchdog: bool = True,
+        *,
+        parent: Containment | None = None,
     ) -> None:
-        self.grace_s = grace_s
-        self.cancelled = threading.Event()
-        self.stopped_at_once = threading.Event()
-        self.token = secrets.token_hex(6)
+        self._parent = parent
+        self.grace_s: float = grace_s
+        self.cancelled: threading.Event = threading.Event()
+        self.stopped_at_once: threading.Event = threading.Event()
+        self.token: str = secrets.token_hex(6)
         self._lock = threading.RLock()  # RLock: cancel() may run in a signal handler on a thread holding it
         self._live: dict[int, ContainedSample] = {}
         self._numbers = itertools.count()
@@ -84,6 +93,12 @@ class Containment:
         self._opened = self._closed = False
         self._cgroup: Cgroup | None = None
         self._pdeathsig = False
+        self._watchdog: _Watchdog | None = None
+        if parent is not None:  # a scope: the parent's processes, cgroup and watchdog
+            self.grace_s, self.token, self._opened = parent.grace_s, parent.token, True
+            self.cancelled = _Cancellation(parent.cancelled)
+            self.stopped_at_once = parent.stopped_at_once  # only the whole run is ever stopped at once
+            return
         # Started now, not with the first sample: it must see assay's other children (the
         # temporary Prefect server) before assay could die, and its start-up is paid early.
         self._watchdog = _Watchdog.shared() if watchdog else None
@@ -107,7 +122,12 @@ class Containment:
 
     @property
     def uses_cgroups(self) -> bool:
-        return self._cgroup is not None
+        return self._parent.uses_cgroups if self._parent is not None else self._cgroup is not None
+
+    def scope(self) -> Containment:
+        """A part of this run (one row's samples) that ``cancel`` stops alone; cancelling the run
+        stops it too. Its samples are the run's: the same cgroup, watchdog, and interrupts."""
+        return Containment(parent=self)
 
     def __enter__(self) -> Containment:
         return self
@@ -127,6 +147,14 @@ class Containment:
 
         ``stdin`` is what the leader reads (a file or ``subprocess.DEVNULL``).
         """
+        if self._parent is not None:
+            started = self._parent.start(argv, cwd=cwd, env=env, stdin=stdin)
+            with self._lock:
+                self._live[started.pid] = started
+            started.also_in(self)
+            if self.cancelled.is_set():  # the scope was cancelled while the leader was starting
+                started.terminate()
+            return started
         self._open()
         number = next(self._numbers)
         token = f"{self.token}-{number}"
@@ -167,7 +195,7 @@ class Containment:
         runner notices ``cancelled`` and finishes the stop.
         """
         self.cancelled.set()
-        if at_once:
+        if at_once and self._parent is None:
             self.stopped_at_once.set()
         with self._lock:
             live = list(self._live.values())
@@ -185,6 +213,8 @@ class Containment:
         for sample in live:
             sample.stop(0.0)
             sample.finish()
+        if self._parent is not None:
+            return
         if self._cgroup is not None:
             self._cgroup.remove()
         if self._watchdog is not None:
@@ -216,6 +246,11 @@ class ContainedSample:
         self._signalled: dict[tuple[int, int], int] = {}  # (pid, starttime) -> last signal sent
         self._leader_fd = _pidfd(self.pid)
         self._finished = False
+        self._scopes: list[Containment] = []
+
+    def also_in(self, scope: Containment) -> None:
+        """The sample belongs to ``scope`` too (a row's part of the run), which forgets it when it finishes."""
+        self._scopes.append(scope)
 
     @property
     def leader_fd(self) -> int | None:
@@ -259,7 +294,8 @@ class ContainedSample:
             return True
         # A process leaves its cgroup before it hands its children to their new parent (assay):
         # until every process signalled has finished exiting, an orphan may still be on its way.
-        if any(procfs.alive(pid, start) for pid, start in self._signalled):
+        # A snapshot: cancel() (a signal handler, another thread) may add to it while this looks.
+        if any(procfs.alive(pid, start) for pid, start in list(self._signalled)):
             return True
         return any(procfs.alive(pid) for pid in self._carrying_token())
 
@@ -304,6 +340,8 @@ class ContainedSample:
             if self.cgroup is not None:
                 self.cgroup.remove()
             self._containment._forget(self)
+            for scope in self._scopes:
+                scope._forget(self)
             return code
         return self.popen.wait()
 
@@ -363,6 +401,26 @@ class ContainedSample:
             if ours:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
+
+
+class _Cancellation(threading.Event):
+    """A scope's cancellation: set by its own ``cancel``, or by its parent's."""
+
+    def __init__(self, parent: threading.Event) -> None:
+        super().__init__()
+        self._parent = parent
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._parent.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        give_up = math.inf if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = give_up - time.monotonic()
+            if left <= 0:
+                return False
+            super().wait(min(left, 0.05))
+        return True
 
 
 # --- process-wide parts -----------------------------------------------------------

@@ -1,25 +1,35 @@
-"""Run one logical row: k samples, serially, under one time budget.
+"""Run one logical row: k samples on the run's sample slots, under one time budget.
 
-Continue after an ordinary FAIL (to expose stochastic behaviour); stop after
-an ERR, a cancellation, or when the row's budget is gone.
+The row's budget starts when it gets its first slot: every sample must end by
+then + ``timeout``. Samples of one row may run at once (``serial: true``
+keeps them in order, one after another). Continue after an ordinary FAIL (to
+expose stochastic behaviour); stop after an ERR, a cancellation, or when the
+row's time budget is gone, cancelling the row's samples in flight; when a
+cost budget is reached no new sample starts. Sample indices are stable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import math
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.pool import SamplePool, sample_pool
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, execute
+from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
@@ -44,7 +54,8 @@ class RunSettings:
 
 
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
-SampleRunner = Callable[[RowSpec, int, float], SampleResult]
+# One sample of a row: (row, index, deadline, the row's containment scope) -> its result.
+SampleRunner = Callable[[RowSpec, int, float, Containment], SampleResult]
 SampleListener = Callable[[RowSpec, SampleResult], None]
 
 
@@ -150,35 +161,180 @@ def run_row(
     containment: Containment,
     sample_runner: SampleRunner | None = None,
     on_sample: SampleListener | None = None,
+    pool: SamplePool | None = None,
 ) -> RowResult:
-    """Run every sample of ``row`` and combine them into one result."""
-    deadline = time.monotonic() + row.timeout_s
+    """Run every sample of ``row`` on ``pool``'s slots and combine them into one result.
+
+    Without a pool the samples run one after another (a pool of one slot).
+    """
+    if pool is None:
+        with sample_pool(1) as own:
+            return run_row(row, settings, containment, sample_runner, on_sample, own)
+    finished = pool.resumed.rows.get(row.id)
+    if finished is not None:
+        return finished  # a resumed run keeps the rows that finished
+    runner = sample_runner or (lambda r, i, d, scope: run_sample(r, i, d, settings, scope))
+    scope = containment.scope()
     try:
-        skipped = skip_reason(row, deadline, settings, containment)
-        if skipped is not None:
-            return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
-    except _SkipTimedOut as exc:
-        return _result(row, (), "ERR", str(exc))
-    runner = sample_runner or (lambda r, i, d: run_sample(r, i, d, settings, containment))
-    samples: list[SampleResult] = []
-    error: str | None = None
-    for index in range(row.repeat):
-        if containment.cancelled.is_set():
-            error = f"cancelled after {index} of {row.repeat} samples"
-            break
-        if time.monotonic() >= deadline:
-            error = f"time budget {format_duration(row.timeout_s)} ran out after {index} of {row.repeat} samples"
-            break
-        sample = runner(row, index, deadline)
-        samples.append(sample)
-        if on_sample is not None:
-            on_sample(row, sample)
+        return _RowRun(row, settings, scope, runner, on_sample, pool).run()
+    finally:
+        scope.close()
+
+
+class _RowRun:
+    """One row in flight: it takes slots for its samples in index order, starts each on the pool's
+    threads, and stops (cancelling its samples in flight) after an ERR, a cancellation or its budget."""
+
+    def __init__(
+        self,
+        row: RowSpec,
+        settings: RunSettings,
+        scope: Containment,
+        runner: SampleRunner,
+        on_sample: SampleListener | None,
+        pool: SamplePool,
+    ) -> None:
+        self.row, self.settings, self.scope, self.runner, self.on_sample, self.pool = (
+            row, settings, scope, runner, on_sample, pool
+        )  # fmt: skip
+        self.keys = pool.slots.keys(row.properties)
+        self.samples = {s.index: s for s in pool.resumed.samples.get(row.id, ())}
+        self.changed = threading.Condition()
+        self.in_flight = 0
+        self.error: str | None = None  # why the row stopped: its first cause
+        self.crash: BaseException | None = None  # a runner that raised (an orchestration failure)
+        errored = [s for s in self.samples.values() if s.status == "ERR"]
+        if errored:  # a resumed row that had already stopped
+            self.error = f"sample {errored[0].index}: {errored[0].error}"
+        self.deadline = math.inf
+
+    def run(self) -> RowResult:
+        row, pool = self.row, self.pool
+        pending = [index for index in range(row.repeat) if index not in self.samples]
+        if not pending or self.error:
+            return self._result()
+        first = pool.slots.acquire((pool.rank(row), pending[0]), self.keys, self._before_start)
+        if isinstance(first, str):
+            if first.startswith("budget") and not self.samples:
+                return _result(row, (), "SKIP", f"{first} before the row started")
+            self._stop(self._stopped_text(first), cancel=False)
+            return self._result()
+        self.deadline = time.monotonic() + row.timeout_s  # the row starts with its first slot
+        if not self.samples:  # (a resumed row ran its skip command before)
+            try:
+                skipped = skip_reason(row, self.deadline, self.settings, self.scope)
+            except _SkipTimedOut as exc:
+                pool.slots.release(first)
+                return _result(row, (), "ERR", str(exc))
+            if skipped is not None:
+                pool.slots.release(first)
+                return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
+        lease: Lease | str | None = first
+        for index in pending:
+            if lease is None:
+                if row.serial:
+                    self._wait_idle()  # the seed's order: the next sample starts after the last one ended
+                lease = pool.slots.acquire((pool.rank(row), index), self.keys, self._why_stop, self.deadline)
+            if isinstance(lease, str):
+                if lease == TIME_RAN_OUT:
+                    self._wait_idle()  # its samples in flight timed out too: the first of them says so
+                self._stop(self._stopped_text(lease), cancel=False)
+                lease = None
+                break
+            reason = self._why_stop()
+            if reason is not None:
+                self._stop(self._stopped_text(reason), cancel=False)
+                break
+            with self.changed:
+                self.in_flight += 1
+            context = contextvars.copy_context()  # the engine's context (a Prefect row task) goes with the sample
+            pool.executor.submit(context.run, self._sample, index, lease)
+            lease = None
+        if isinstance(lease, Lease):
+            pool.slots.release(lease)
+        self._wait_idle()
+        if self.crash is not None:
+            raise self.crash
+        return self._result()
+
+    def _before_start(self) -> str | None:
+        if self.scope.cancelled.is_set():
+            return "cancelled"
+        budget = self.pool.spending.exhausted(self.row)
+        return f"budget exhausted: {budget}" if budget else None
+
+    def _why_stop(self) -> str | None:
+        with self.changed:
+            if self.error is not None:
+                return self.error
+        return self._before_start()
+
+    def _stopped_text(self, reason: str) -> str:
+        """The row's error for a stop found while taking a slot, counting the samples started so far."""
+        with self.changed:
+            if self.error is not None:
+                return self.error
+            started = f"after {len(self.samples) + self.in_flight} of {self.row.repeat} samples"
+        if reason == TIME_RAN_OUT:
+            return f"time budget {format_duration(self.row.timeout_s)} ran out {started}"
+        if reason == "cancelled":
+            return f"cancelled {started}"
+        return f"budget exhausted {started}: {reason.removeprefix('budget exhausted: ')}"
+
+    def _stop(self, error: str, cancel: bool) -> None:
+        """Stop the row once: no new sample starts; ``cancel`` also stops its samples in flight."""
+        with self.changed:
+            if self.error is not None:
+                return
+            self.error = error
+        if cancel:
+            self.scope.cancel()
+        self.pool.slots.wake()
+
+    def _sample(self, index: int, lease: Lease) -> None:
+        gate = self.pool.gate.hold(self.keys, self._why_stop) if self.pool.gate else contextlib.nullcontext(True)
+        try:
+            with gate as held:
+                sample = self.runner(self.row, index, self.deadline, self.scope) if held else None
+            if sample is not None:
+                self._record(sample)  # before the slot is free: the next taker sees a stop it caused
+        except Exception as exc:  # the engine could not run or record it (its API, a disk, a bug): the row ends
+            with self.changed:
+                self.crash = self.crash or exc
+            self._stop(f"sample {index}: {type(exc).__name__}: {exc}", cancel=True)
+        finally:
+            self.pool.slots.release(lease)
+            with self.changed:
+                self.in_flight -= 1
+                self.changed.notify_all()
+
+    def _record(self, sample: SampleResult) -> None:
+        with self.changed:
+            stopped = self.error
+        if stopped is not None and sample.status == "ERR" and (sample.error or "").startswith("cancelled"):
+            sample = replace(sample, error=f"cancelled: the row had stopped ({stopped})")
+        with self.changed:
+            self.samples[sample.index] = sample
+        self.pool.spending.charge(self.row, sample)
+        if self.on_sample is not None:
+            self.on_sample(self.row, sample)
         if sample.status == "ERR":
-            error = f"sample {index}: {sample.error}"
-            break
-    statuses: list[Status] = [s.status for s in samples]
-    status = worst("ERR" if error else "PASS", *statuses)
-    return _result(row, tuple(samples), status, error)
+            self._stop(f"sample {sample.index}: {sample.error}", cancel=True)
+        elif self.pool.spending.exhausted(self.row):
+            self.pool.slots.wake()
+
+    def _wait_idle(self) -> None:
+        with self.changed:
+            while self.in_flight:
+                self.changed.wait()
+
+    def _sorted(self) -> list[SampleResult]:
+        return sorted(self.samples.values(), key=lambda s: s.index)
+
+    def _result(self) -> RowResult:
+        samples = tuple(self._sorted())
+        status = worst("ERR" if self.error else "PASS", *(s.status for s in samples))
+        return _result(self.row, samples, status, self.error)
 
 
 def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:

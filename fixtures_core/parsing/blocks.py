@@ -23,7 +23,7 @@ from fixtures_core.spec import Expectation, FixtureWarning, PropertyValue, RowSp
 
 BLOCK_KEYS = (
     "exitCode", "cwd", "env", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "indeterminate", "stdout", "stderr", "terminal",
+    "skip", "os", "arch", "indeterminate", "stdout", "stderr", "terminal", "serial",
 )  # fmt: skip
 INTERPRETERS: Mapping[str, tuple[str, str]] = {
     "bash": ("bash", "-c"),
@@ -137,6 +137,7 @@ def block_row(
         skip=settings.platform_skip() or settings.skip,
         skip_command=settings.skip_command,
         indeterminate=settings.indeterminate,
+        serial=settings.serial,
     ), warnings
 
 

@@ -37,11 +37,13 @@ from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.settings import Settings, apply_common
 from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import reject_broken_table, table_rows
+from fixtures_core.parsing.throughput import read_budget, read_concurrency, read_limits
 from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", *SUITE_KEYS,
+    "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", "serial", "concurrency", "limits", "budget",
+    *SUITE_KEYS,
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
 GAVEL_ONLY_KEYS = {
@@ -103,7 +105,15 @@ def parse_document(
         reader.read(tokens)
     folder = str(Path(path).resolve().parent)
     rows = [
-        replace(expanded, source_dir=folder, fixture_id=identity or path, redaction=settings.redaction)
+        replace(
+            expanded,
+            source_dir=folder,
+            fixture_id=identity or path,
+            redaction=settings.redaction,
+            concurrency=settings.concurrency,
+            limits=settings.limits,
+            budget=settings.budget,
+        )
         for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
         for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
     ]
@@ -308,6 +318,9 @@ def _settings_from(
         if "redact" in data
         else Redaction(),
         suite=read_suite(data, key_lines, item_lines, path),
+        concurrency=read_concurrency(data["concurrency"], at("concurrency")) if "concurrency" in data else None,
+        limits=read_limits(data["limits"], at("limits")) if "limits" in data else (),
+        budget=read_budget(data["budget"], at("budget")) if "budget" in data else None,
     )
     return apply_common(settings, data, key_lines, item_lines, path)
 

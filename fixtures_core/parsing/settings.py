@@ -17,7 +17,8 @@ from fixtures_core.parsing.config import (
     read_string_list,
     read_timeout,
 )
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec, PropertyValue, Redaction
+from fixtures_core.parsing.throughput import read_serial
+from fixtures_core.spec import DEFAULT_TIMEOUT_S, Budget, Limit, MetricSpec, PropertyValue, Redaction
 from fixtures_core.suite import SuiteSpec
 
 
@@ -41,6 +42,10 @@ class Settings:
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
     suite: SuiteSpec | None = None  # the file's A/B suite keys (frontmatter only)
     redaction: Redaction = field(default_factory=Redaction)  # frontmatter only: file-wide
+    serial: bool = False
+    concurrency: int | None = None  # frontmatter only, like limits and budget
+    limits: tuple[Limit, ...] = ()
+    budget: Budget | None = None
 
     def platform_skip(self) -> str | None:
         """Why this machine's os or arch is excluded, or None (``!name`` excludes, as in Gavel)."""
@@ -61,7 +66,8 @@ def apply_common(
     item_lines: Mapping[str, list[int]],
     path: str,
 ) -> Settings:
-    """Keys shared by frontmatter and block yaml: env, cwd, timeout, repeat, metrics, skip, os, arch, indeterminate."""
+    """Keys shared by frontmatter and block yaml: env, cwd, timeout, repeat, metrics, skip, os, arch,
+    indeterminate, serial."""
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))
@@ -78,6 +84,8 @@ def apply_common(
         changes["timeout_s"] = read_timeout(data["timeout"], at("timeout"))
     if "repeat" in data:
         changes["repeat"] = read_repeat(data["repeat"], at("repeat"))
+    if "serial" in data:
+        changes["serial"] = read_serial(data["serial"], at("serial"))
     if "indeterminate" in data:
         changes["indeterminate"] = read_string(data["indeterminate"], at("indeterminate"), "indeterminate")
     if data.get("skip") not in (None, ""):  # Gavel: an empty skip keeps the inherited one

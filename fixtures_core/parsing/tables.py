@@ -15,6 +15,7 @@ from markdown_it.token import Token
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.config import Where, read_exit_code, read_repeat, read_skip, read_timeout
 from fixtures_core.parsing.settings import Settings
+from fixtures_core.parsing.throughput import read_serial
 from fixtures_core.spec import Expectation, FixtureWarning, RowSpec
 
 COLUMNS = {
@@ -32,6 +33,7 @@ COLUMNS = {
     "os": "os",
     "arch": "arch",
     "indeterminate": "indeterminate",
+    "serial": "serial",
 }  # fmt: skip
 # Columns Gavel reads into fields its command fixtures never check (or into features assay lacks).
 IGNORED_COLUMNS = {
@@ -139,6 +141,7 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings:
         skip=row_settings.platform_skip() or row_settings.skip,
         skip_command=row_settings.skip_command,
         indeterminate=known.get("indeterminate", settings.indeterminate),
+        serial=read_serial(known["serial"], where, "Serial") if "serial" in known else settings.serial,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
@@ -19,6 +19,7 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     errors: list[FixtureError] = []
     for fixture in matrix.files:
         errors.extend(_duplicate_names(fixture.rows))
+        errors.extend(_budget_errors(fixture.rows))
     rows_by_name: dict[str, list[RowSpec]] = defaultdict(list)
     for row in matrix.rows:
         rows_by_name[row.name].append(row)
@@ -45,6 +46,20 @@ def _duplicate_names(rows: Iterable[RowSpec]) -> list[FixtureError]:
         else:
             seen[row.name] = row.line
     return errors
+
+
+def _budget_errors(rows: Sequence[RowSpec]) -> list[FixtureError]:
+    """A file's budget sums one of its metrics: a metric no row extracts would never stop anything."""
+    budget = next((row.budget for row in rows if row.budget is not None), None)
+    if budget is None:
+        return []
+    names = sorted({m.name for row in rows for m in row.metrics})
+    if budget.metric in names:
+        return []
+    path, _, line = budget.where.rpartition(":")
+    known = ", ".join(names) or "none"
+    message = f"budget sums metric '{budget.metric}', which no row of this file extracts (metrics: {known})"
+    return [FixtureError(path, int(line), message, "budget")]
 
 
 def _row_errors(row: RowSpec) -> list[FixtureError]:

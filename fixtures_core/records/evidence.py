@@ -2,7 +2,9 @@
 
 Each file holds one line per finished sample and, once the row finished, a
 ``raw_row`` line: the row's verdict before finalize added metrics and
-comparisons (and before any judge scored it). Re-judging starts from these.
+comparisons (and before any judge scored it). Re-judging and resuming start
+from these. A resumed run appends to the files: a later line of a sample
+replaces an earlier one, and the last ``raw_row`` line is the row's.
 """
 
 from __future__ import annotations
@@ -23,20 +25,30 @@ def raw_rows(run_dir: Path) -> dict[str, RowResult]:
         raise BaselineError(str(run_dir), "no evidence folder: the run kept no evidence to re-judge")
     rows: dict[str, RowResult] = {}
     for path in sorted(folder.glob("*.jsonl")):
-        samples: list[SampleResult] = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a crash
-            try:
-                if "sample" in entry:
-                    samples.append(decode(entry["sample"], SampleResult))
-                elif "raw_row" in entry:
-                    document = dict(entry["raw_row"])
-                    document["samples"] = []
-                    row = decode(document, RowResult)
-                    rows[row.id] = replace(row, samples=tuple(sorted(samples, key=lambda s: s.index)))
-            except (TypeError, ValueError, KeyError) as exc:
-                raise BaselineError(str(path), f"malformed evidence line: {exc}") from None
+        samples, row = read_evidence(path)
+        if row is not None:
+            rows[row.id] = replace(row, samples=tuple(samples[i] for i in sorted(samples)))
     return rows
+
+
+def read_evidence(path: Path) -> tuple[dict[int, SampleResult], RowResult | None]:
+    """A row's evidence file: each sample by index (a later line wins) and the last raw row, if any.
+    A line torn by a crash is skipped."""
+    samples: dict[int, SampleResult] = {}
+    raw: RowResult | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line torn by a crash
+        try:
+            if "sample" in entry:
+                sample = decode(entry["sample"], SampleResult)
+                samples[sample.index] = sample
+            elif "raw_row" in entry:
+                document = dict(entry["raw_row"])
+                document["samples"] = []
+                raw = decode(document, RowResult)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise BaselineError(str(path), f"malformed evidence line: {exc}") from None
+    return samples, raw

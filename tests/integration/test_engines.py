@@ -26,12 +26,12 @@ timeout: 20s
 repeat: 2
 ---
 
-| Name | Command | Repeat | Timeout | CEL |
-|---|---|---:|---|---|
-| counted | `echo x >> {{ .counter }}; echo '{"ok": true, "n": 1.0}'` | 3 | | `json.ok && json.n == 1` |
-| false-cel | `echo '{"ok": false}'` | | | `json.ok` |
-| missing-key | `echo '{"ok": true}'` | | | `json.zz == 1` |
-| slow | `echo $$ > {{ .pidfile }}; sleep 30 & echo $! >> {{ .pidfile }}; wait` | 1 | 2s | |
+| Name | Command | Repeat | Timeout | CEL | Serial |
+|---|---|---:|---|---|---|
+| counted | `echo x >> {{ .counter }}; echo '{"ok": true, "n": 1.0}'` | 3 | | `json.ok && json.n == 1` | |
+| false-cel | `echo '{"ok": false}'` | | | `json.ok` | |
+| missing-key | `echo '{"ok": true}'` | | | `json.zz == 1` | true |
+| slow | `echo $$ > {{ .pidfile }}; sleep 30 & echo $! >> {{ .pidfile }}; wait` | 1 | 2s | | |
 """
 
 
@@ -77,7 +77,7 @@ def test_prefect_flow_runs_the_matrix_like_the_local_engine(tmp_path: Path) -> N
     expected = {
         "counted": ("PASS", 3),
         "false-cel": ("FAIL", 2),  # continue after an ordinary FAIL
-        "missing-key": ("ERR", 1),  # stop after ERR
+        "missing-key": ("ERR", 1),  # stop after ERR (serial: its second sample never starts)
         "slow": ("ERR", 1),  # the 2 s budget ran out during the first sample
     }
     assert verdicts(prefect_run) == expected

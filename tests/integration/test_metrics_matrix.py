@@ -298,6 +298,7 @@ def test_a_metric_that_extracts_a_string_names_metric_sample_and_value(tmp_path:
         """\
 ---
 repeat: 3
+serial: true
 metrics:
   - name: latency
     extract: json.d
@@ -313,7 +314,7 @@ metrics:
     assert done.returncode == 2, done.stdout + done.stderr
     row = rows_of(document)["r"]
     assert row["status"] == "ERR"
-    assert [s["status"] for s in row["samples"]] == ["PASS", "ERR"]  # a row stops after an error
+    assert [s["status"] for s in row["samples"]] == ["PASS", "ERR"]  # a serial row stops after an error
     extracted = row["samples"][1]["metrics"]["latency"]
     assert extracted["status"] == "error"
     assert "sample 1" in extracted["error"] and "string 'slow'" in extracted["error"]

@@ -45,7 +45,7 @@ SAMPLES = {
 }
 
 
-def fake_sample(row: RowSpec, index: int, deadline: float) -> SampleResult:
+def fake_sample(row: RowSpec, index: int, deadline: float, scope: Containment) -> SampleResult:
     passed, ms = SAMPLES[row.name][index]
     return SampleResult(
         index=index,

@@ -1,0 +1,143 @@
+"""Resuming a run that was interrupted or killed, from what it left on disk.
+
+When a run starts it writes ``started.json`` beside its evidence: its
+options and the digest of every fixture file. ``assay run --resume RUN``
+reads it back, checks that the fixture files did not change, and reads the
+run's evidence (``evidence/<row>.jsonl``, written as each sample finished):
+
+* a row that finished (its raw result is there) is kept whole, unless the
+  interrupt ended it (cancelled samples, an orchestration failure);
+* of any other row, every finished sample is kept; a sample the interrupt
+  cancelled, or one in flight when the run was killed, runs again.
+
+The resumed run keeps the run id, its folder and its evidence files (new
+lines are appended; readers take the last line of each sample), and ends
+with one complete ``run.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.execution.pool import Resumed
+from fixtures_core.limits import MAX_RUN_JSON_DEPTH, loads_json, read_regular_file
+from fixtures_core.records.evidence import read_evidence
+from fixtures_core.records.rundoc import load_run, write_json_atomic
+from fixtures_core.records.store import Store
+from fixtures_core.results import RowResult, SampleResult
+from fixtures_core.spec import Matrix
+
+STARTED = "started.json"
+STARTED_SCHEMA = "assay.started/v1"
+_MAX_STARTED_BYTES = 16 * 1024 * 1024
+_CANCELLED_SAMPLE = re.compile(r"sample [0-9]+: cancelled")
+
+
+@dataclass(frozen=True)
+class Started:
+    """What a run recorded when it started."""
+
+    run_id: str
+    started_at: str
+    options: dict[str, object]
+    fixtures: dict[str, str]  # file (as run documents name it) -> sha256
+
+
+def write_started(store: Store, run_id: str, started_at: str, options: dict[str, object], matrix: Matrix) -> None:
+    """Record a run's options and fixture digests as it starts (``--resume`` reads them back)."""
+    document = {
+        "schema": STARTED_SCHEMA,
+        "run_id": run_id,
+        "started_at": started_at,
+        "options": options,
+        "fixtures": {f.identity or f.path: f.sha256 for f in matrix.files},
+    }
+    write_json_atomic(store.run_dir(run_id) / STARTED, document)
+
+
+def resolve_started(store: Store, reference: str) -> Path:
+    """The ``started.json`` of a run: a run id, the run's folder (or a file in it), or ``latest``
+    (the newest run folder, finished or not)."""
+    given = Path(reference)
+    candidates = [given / STARTED, given.parent / STARTED] if given.exists() else []
+    if reference == "latest":
+        folders = sorted(p for p in (store.root / "runs").glob("*") if (p / STARTED).is_file())
+        candidates += [folders[-1] / STARTED] if folders else []
+    candidates.append(store.run_dir(reference) / STARTED)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise UsageError(
+        f"--resume {reference}: no run with a {STARTED} there or under {store.root}/runs "
+        "(give a run id from `assay history`, its folder, or latest)"
+    )
+
+
+def read_started(path: Path) -> Started:
+    """A run's start record; BaselineError when it is not one."""
+    try:
+        document = loads_json(read_regular_file(path, _MAX_STARTED_BYTES, STARTED).decode("utf-8"), MAX_RUN_JSON_DEPTH)
+    except (OSError, ValueError) as exc:
+        raise BaselineError(str(path), f"unreadable start record: {exc}") from None
+    if not isinstance(document, dict) or document.get("schema") != STARTED_SCHEMA:
+        raise BaselineError(str(path), f"not an {STARTED_SCHEMA} start record")
+    options, fixtures = document.get("options"), document.get("fixtures")
+    if not isinstance(options, dict) or not isinstance(fixtures, dict):
+        raise BaselineError(str(path), "start record without options or fixtures")
+    return Started(str(document.get("run_id")), str(document.get("started_at")), options, fixtures)
+
+
+def check_resumable(store: Store, started: Started) -> None:
+    """A run that closed cleanly has nothing to resume: only an incomplete or interrupted one does."""
+    run_file = store.run_file(started.run_id)
+    if not run_file.is_file():
+        return
+    try:
+        run = load_run(run_file)
+    except BaselineError:
+        return  # a torn run.json: the evidence decides
+    if run.status != "ERR" or not (run.error or "").startswith("interrupted"):
+        raise UsageError(
+            f"--resume {started.run_id}: the run finished ({run.status}{': ' + run.error if run.error else ''}); "
+            "only an interrupted or killed run can be resumed"
+        )
+
+
+def check_fixtures(started: Started, matrix: Matrix) -> None:
+    """The fixture files must be the ones the run started with: a resumed run never mixes two versions."""
+    now = {f.identity or f.path: f.sha256 for f in matrix.files}
+    for file, digest in started.fixtures.items():
+        if now.get(file) != digest:
+            raise UsageError(
+                f"--resume {started.run_id}: fixture {file} changed since the run started (or is gone): "
+                "resuming would mix two versions of it; start a new run"
+            )
+
+
+def resumed_rows(store: Store, run_id: str, matrix: Matrix) -> Resumed:
+    """What the run's evidence already holds: the rows that finished, and the finished samples of the others."""
+    rows: dict[str, RowResult] = {}
+    samples: dict[str, tuple[SampleResult, ...]] = {}
+    for index, spec in enumerate(matrix.rows):
+        path = store.evidence_file(run_id, index, spec.name)
+        if not path.is_file():
+            continue
+        found, raw = read_evidence(path)
+        if raw is not None and not _ended_by_interrupt(raw):
+            rows[spec.id] = replace(raw, samples=tuple(found[i] for i in sorted(found)))
+            continue
+        samples[spec.id] = tuple(found[i] for i in sorted(found) if not _cancelled(found[i]))
+    return Resumed(rows, samples)
+
+
+def _cancelled(sample: SampleResult) -> bool:
+    return sample.status == "ERR" and (sample.error or "").startswith("cancelled")
+
+
+def _ended_by_interrupt(row: RowResult) -> bool:
+    """A row the interrupt stopped (or an orchestration failure ended) did not finish on its own."""
+    error = row.error or ""
+    return error.startswith(("cancelled", "internal error")) or bool(_CANCELLED_SAMPLE.match(error))
