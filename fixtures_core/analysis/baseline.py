@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.metrics import beyond, regression_failure, regression_percent, regression_points
 from fixtures_core.analysis.passk import SuiteFigures, suite_figures
 from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
@@ -301,10 +302,11 @@ def _sample_p(before: Iterable[RowResult], after: Iterable[RowResult]) -> float 
 def _rates(
     before: list[RowResult], after: list[RowResult], baseline: RunResult, current: RunResult, tolerance: float
 ) -> list[RateDelta]:
+    counts_b, counts_c = Summary.of(before), Summary.of(after)
+    rows_b = (counts_b.passed, counts_b.counted - counts_b.passed)
+    rows_c = (counts_c.passed, counts_c.counted - counts_c.passed)
     counted_b = [r for r in before if r.status != "SKIP"]
     counted_c = [r for r in after if r.status != "SKIP"]
-    rows_b = (sum(1 for r in counted_b if r.passed), sum(1 for r in counted_b if not r.passed))
-    rows_c = (sum(1 for r in counted_c if r.passed), sum(1 for r in counted_c if not r.passed))
     samples_b, samples_c = _sample_counts(counted_b), _sample_counts(counted_c)
     rates = [
         _rate("pass rate", _fraction(rows_b), _fraction(rows_c), tolerance, fisher_exact(*rows_b, *rows_c).p_value),

@@ -128,7 +128,7 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
         except BaselineError as exc:
             table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", str(exc.reason))
             continue
-        counted = run.summary.rows - run.summary.skipped
+        counted = run.summary.counted
         rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
         verdict = Text(run.verdict, style=_STYLE[run.verdict])
         table.add_row(run.run_id, run.label or "", run.started_at, verdict, str(run.summary.rows), rate)
