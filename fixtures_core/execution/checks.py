@@ -27,6 +27,8 @@ FILES_LIMIT = 1024 * 1024
 _EXCERPT = 120
 _FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
 _ANSI_WORD = re.compile(r"\bansi\b")
+# Not "process group": containment stops a sample's cgroup, process group and token-marked processes alike.
+_KILLED = "the sample's processes were killed"
 _CEL_TYPES = {bool: "bool", str: "string", bytes: "bytes", bytearray: "bytes", list: "list", dict: "map"}
 
 
@@ -126,9 +128,9 @@ def check_sample(
 
 def _process_error(row: RowSpec, execution: Execution) -> str | None:
     if execution.timed_out:
-        return f"timed out: the row's {format_duration(row.timeout_s)} budget ran out (process group killed)"
+        return f"timed out: the row's {format_duration(row.timeout_s)} budget ran out ({_KILLED})"
     if execution.cancelled:
-        return "cancelled (process group killed)"
+        return f"cancelled ({_KILLED})"
     return execution.error
 
 

@@ -112,13 +112,13 @@ def test_timed_out_execution_is_an_error_naming_the_budget() -> None:
     sample = check(make_row(timeout_s=90), ran(exit_code=None, timed_out=True))
     assert sample.status == "ERR"
     assert sample.command.status == "error"
-    assert sample.error == "timed out: the row's 1m30s budget ran out (process group killed)"
+    assert sample.error == "timed out: the row's 1m30s budget ran out (the sample's processes were killed)"
 
 
 def test_cancelled_execution_is_an_error() -> None:
     sample = check(make_row(), ran(exit_code=None, cancelled=True))
     assert sample.status == "ERR"
-    assert sample.error == "cancelled (process group killed)"
+    assert sample.error == "cancelled (the sample's processes were killed)"
 
 
 def test_execution_that_could_not_start_is_an_error() -> None:
