@@ -484,6 +484,7 @@ def synthetic_matrix(rows: int, samples: int, metrics: int, file: str = "bench/s
 
 def finalize_in_process(specs, results) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Time finalize_rows, summarize, to_document (and json.dumps, reported apart) in this process."""
+    from fixtures_core.abstage import run_status
     from fixtures_core.analysis.finalize import finalize_rows, summarize
     from fixtures_core.records.rundoc import FixtureResult, RunResult, to_document
 
@@ -494,7 +495,8 @@ def finalize_in_process(specs, results) -> dict[str, float]:  # type: ignore[no-
     t2 = time.perf_counter()
     run = RunResult(
         run_id="bench", started_at="2000-01-01T00:00:00Z", finished_at="2000-01-01T00:00:01Z",
-        status=summary.status, fixtures=(FixtureResult(specs[0].file, "0" * 64, tuple(finished)),), summary=summary,
+        status=run_status(specs, finished, ()), summary=summary,
+        fixtures=(FixtureResult(specs[0].file, "0" * 64, tuple(finished)),),
     )  # fmt: skip
     document = to_document(run)
     t3 = time.perf_counter()

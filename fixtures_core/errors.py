@@ -1,7 +1,7 @@
 """The assay error hierarchy.
 
     AssayError                 anything assay reports to the user (exit 2)
-    ├── FixtureError           a fixture file is wrong: prints ``path:line: message``
+    ├── FixtureError           a fixture file is wrong: prints ``path:line: field: message``
     ├── CelError               an expression does not compile; carries the expression
     ├── BaselineError          a saved run cannot serve as a baseline
     └── UsageError             a command-line option is out of range
@@ -18,14 +18,18 @@ class AssayError(Exception):
 
 
 class FixtureError(AssayError):
-    """A configuration error in a fixture file, located by path and line."""
+    """A configuration error in a fixture file, located by path and line.
 
-    def __init__(self, path: str, line: int, message: str, field: str | None = None) -> None:
+    ``line`` is None for an error of the whole file (it cannot be read, it does
+    not exist): it renders ``path: message``, never a made-up ``path:0:``.
+    """
+
+    def __init__(self, path: str, line: int | None, message: str, field: str | None = None) -> None:
         self.path = path
         self.line = line
         self.field = field
         self.message = message
-        where = f"{path}:{line}"
+        where = path if line is None else f"{path}:{line}"
         text = f"{field}: {message}" if field else message
         super().__init__(f"{where}: {text}")
 

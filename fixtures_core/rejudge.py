@@ -9,13 +9,16 @@ they re-judged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from fixtures_core.errors import UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import new_run_id
+from fixtures_core.reports.describe import excerpt
 from fixtures_core.runner import Recorder, Rejudging, RunOptions, complete, plan, store_for
 
 
@@ -30,7 +33,8 @@ class Rejudged:
 def rejudge(reference: str, options: RunOptions, containment: Containment | None = None) -> Rejudged:
     """Re-judge run ``reference`` (a run file, run id or ``latest``) with ``options``' judge, seed and baseline."""
     store = store_for(options)
-    original = load_run(store.resolve_run(reference))
+    run_file = store.resolve_run(reference)
+    original = load_run(run_file)
     judged = [suite for suite in original.suites if not suite.dry_run]
     if not original.suites:
         raise UsageError(f"run {original.run_id} has no A/B suite to re-judge")
@@ -40,14 +44,14 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
     seed = options.seed
     if seed is None:
         seed = next((s.judge.seed for s in judged if s.judge is not None), None)
-    recorded = original.options
+    recorded = _Recorded(run_file, original.options)
     options = replace(
         options,
-        paths=tuple(str(p) for p in _list(recorded.get("paths"))),
-        filter=_text(recorded.get("filter")),
-        repeat=_number(recorded.get("repeat")),
-        k=options.k if options.k is not None else _number(recorded.get("k")),
-        group_by=options.group_by or tuple(str(g) for g in _list(recorded.get("group_by"))),
+        paths=recorded.texts("paths"),
+        filter=recorded.text("filter"),
+        repeat=recorded.count("repeat"),
+        k=options.k if options.k is not None else recorded.count("k"),
+        group_by=options.group_by or recorded.texts("group_by"),
         seed=seed,
         rejudge=original.run_id,
     )
@@ -80,13 +84,36 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
     return Rejudged(run, warnings)
 
 
-def _list(value: object) -> list[object]:
-    return list(value) if isinstance(value, (list, tuple)) else []
+@dataclass(frozen=True)
+class _Recorded:
+    """The options a run file recorded, read back; a value of the wrong type is a UsageError naming
+    the file and the option (an edited or damaged run file), never an option silently dropped."""
 
+    run_file: Path
+    options: Mapping[str, object]
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+    def texts(self, name: str) -> tuple[str, ...]:
+        value = self.options.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self._wrong(name, "a list of strings", value)
+        return tuple(value)
 
+    def text(self, name: str) -> str | None:
+        value = self.options.get(name)
+        if value is not None and not isinstance(value, str):
+            raise self._wrong(name, "a string", value)
+        return value
 
-def _number(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    def count(self, name: str) -> int | None:
+        value = self.options.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self._wrong(name, "a whole number >= 1", value)
+        return value
+
+    def _wrong(self, name: str, expected: str, value: object) -> UsageError:
+        return UsageError(
+            f"{self.run_file}: recorded option '{name}' must be {expected}, got {excerpt(repr(value))}: "
+            "the run file was edited or is damaged"
+        )

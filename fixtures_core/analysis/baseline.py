@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.metrics import beyond, regression_failure, regression_percent, regression_points
 from fixtures_core.analysis.passk import SuiteFigures, suite_figures
 from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
@@ -58,7 +59,6 @@ __all__ = [
     "RowChange",
     "check_tolerance",
     "compare",
-    "render_comparison",
 ]
 
 # Float noise allowed before a rate's drop counts as beyond the tolerance (rates lie in 0..1).
@@ -302,10 +302,11 @@ def _sample_p(before: Iterable[RowResult], after: Iterable[RowResult]) -> float 
 def _rates(
     before: list[RowResult], after: list[RowResult], baseline: RunResult, current: RunResult, tolerance: float
 ) -> list[RateDelta]:
+    counts_b, counts_c = Summary.of(before), Summary.of(after)
+    rows_b = (counts_b.passed, counts_b.counted - counts_b.passed)
+    rows_c = (counts_c.passed, counts_c.counted - counts_c.passed)
     counted_b = [r for r in before if r.status != "SKIP"]
     counted_c = [r for r in after if r.status != "SKIP"]
-    rows_b = (sum(1 for r in counted_b if r.passed), sum(1 for r in counted_b if not r.passed))
-    rows_c = (sum(1 for r in counted_c if r.passed), sum(1 for r in counted_c if not r.passed))
     samples_b, samples_c = _sample_counts(counted_b), _sample_counts(counted_c)
     rates = [
         _rate("pass rate", _fraction(rows_b), _fraction(rows_c), tolerance, fisher_exact(*rows_b, *rows_c).p_value),
@@ -484,81 +485,3 @@ def _warnings(baseline: RunResult, current: RunResult, pairs: list[tuple[RowResu
 def _shown(command: Sequence[str], limit: int = 60) -> str:
     text = shlex.join(command)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# --- text -----------------------------------------------------------------------
-
-
-def render_comparison(comparison: Comparison) -> list[str]:
-    """Plain text lines: the table, changed rows, warnings and the verdict.
-
-    ``!`` marks a gating line that regressed, ``·`` an informational line
-    (one that cannot gate), two spaces a gating line that held.
-    """
-    lines = [f"Baseline comparison (tolerance {comparison.tolerance:.3f})"]
-    if comparison.error is not None:
-        lines.append(f"Comparison failed: {comparison.error}")
-        return lines
-    table = [("  ", "METRIC", "BASELINE", "CURRENT", "DELTA", "p", "")]
-    for rate in comparison.rates:
-        table.append(
-            (
-                _mark(rate.gating, rate.regressed),
-                rate.name,
-                _number(rate.baseline, ".3f"),
-                _number(rate.current, ".3f"),
-                _number(rate.delta, "+.3f"),
-                _number(rate.p_value, ".3f"),
-                rate.note or "",
-            )
-        )
-    for metric in comparison.metrics:
-        table.append(
-            (
-                _mark(metric.gating, metric.regressed),
-                f"{metric.row}: {metric.name} ({metric.unit})",
-                _number(metric.baseline, ".4g"),
-                _number(metric.current, ".4g"),
-                _number(metric.delta_percent, "+.1f", "%"),
-                _number(metric.p_value, ".3f"),
-                metric.note or "",
-            )
-        )
-    lines.extend(_table(table))
-    if comparison.still_failing:
-        shown = ", ".join(row_id.split("::", 1)[-1] for row_id in comparison.still_failing)
-        lines += ["", f"· still failing, as in the baseline (not a regression): {shown}"]
-    if comparison.changes:
-        lines += ["", "Changed rows"]
-        names = [c.row for c in comparison.changes]
-        for change in comparison.changes:
-            label = change.row if names.count(change.row) == 1 else f"{change.file}::{change.row}"
-            mark = "!" if change.gating else "·"
-            line = f"{mark} {label}  {change.before or '(absent)'} -> {change.after or '(absent)'}"
-            lines.append(line + (f"  p={change.p_value:.3f}" if change.p_value is not None else ""))
-    if comparison.warnings:
-        lines.append("")
-        lines += [f"warning: {warning}" for warning in comparison.warnings]
-    lines += ["", "Regression against baseline" if comparison.regressed else "No regression against baseline"]
-    return lines
-
-
-def _mark(gating: bool, regressed: bool) -> str:
-    if regressed:
-        return "! "
-    return "  " if gating else "· "
-
-
-def _number(value: float | None, spec: str, suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
-
-
-def _table(rows: list[tuple[str, str, str, str, str, str, str]]) -> list[str]:
-    """Left-aligned names, right-aligned numbers, notes last."""
-    widths = [max(len(row[i]) for row in rows) for i in range(1, 6)]
-    lines = []
-    for mark, name, *numbers, note in rows:
-        cells = [name.ljust(widths[0])] + [n.rjust(w) for n, w in zip(numbers, widths[1:], strict=True)]
-        line = mark + "  ".join(cells) + (f"  ({note})" if note else "")
-        lines.append(line.rstrip())
-    return lines

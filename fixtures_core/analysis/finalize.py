@@ -39,7 +39,11 @@ RowListener = Callable[[RowResult], None]
 
 @dataclass(frozen=True)
 class Summary:
-    """Counts of a run, and its suite-level repeat statistics."""
+    """Counts of a run, and its suite-level repeat statistics.
+
+    The run's status is not here: it also weighs A/B ship gates and arm rows
+    (``abstage.run_status``) and interruptions.
+    """
 
     rows: int
     passed: int
@@ -50,9 +54,22 @@ class Summary:
     stochastic: SuiteFigures | None = None
     groups: Mapping[str, Mapping[str, SuiteFigures]] | None = None
 
+    @classmethod
+    def of(cls, rows: Sequence[RowResult]) -> Summary:
+        """The counts of ``rows`` by status (passed is ``RowResult.passed``, the one definition)."""
+        return cls(
+            rows=len(rows),
+            passed=sum(r.passed for r in rows),
+            failed=sum(r.status == "FAIL" for r in rows),
+            errored=sum(r.status == "ERR" for r in rows),
+            skipped=sum(r.status == "SKIP" for r in rows),
+            samples=sum(len(r.samples) for r in rows),
+        )
+
     @property
-    def status(self) -> Status:
-        return "ERR" if self.errored else ("FAIL" if self.failed else "PASS")
+    def counted(self) -> int:
+        """Rows that count for a pass rate: every row but the skipped ones."""
+        return self.rows - self.skipped
 
 
 def finalize_rows(
@@ -83,13 +100,8 @@ def finalize_rows(
 
 def summarize(rows: Sequence[RowResult], k: int | None = None, group_by: Sequence[str] = ()) -> Summary:
     """Counts, suite figures and per-group figures of finalized rows."""
-    return Summary(
-        rows=len(rows),
-        passed=sum(r.status == "PASS" for r in rows),
-        failed=sum(r.status == "FAIL" for r in rows),
-        errored=sum(r.status == "ERR" for r in rows),
-        skipped=sum(r.status == "SKIP" for r in rows),
-        samples=sum(len(r.samples) for r in rows),
+    return replace(
+        Summary.of(rows),
         stochastic=suite_figures(rows, k),
         groups={prop: group_figures(rows, k, prop) for prop in group_by} or None,
     )

@@ -27,6 +27,8 @@ FILES_LIMIT = 1024 * 1024
 _EXCERPT = 120
 _FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
 _ANSI_WORD = re.compile(r"\bansi\b")
+# Not "process group": containment stops a sample's cgroup, process group and token-marked processes alike.
+_KILLED = "the sample's processes were killed"
 _CEL_TYPES = {bool: "bool", str: "string", bytes: "bytes", bytearray: "bytes", list: "list", dict: "map"}
 
 
@@ -100,7 +102,12 @@ def check_sample(
             error=command_failure,
             **base,  # type: ignore[arg-type]
         )
-    context = _context(row, index, stdout, stderr, execution, tmpdir, programs, names)
+    context = _context(row, index, stdout, stderr, execution, programs, names)
+    unreadable = None
+    if programs.uses_files:
+        files = read_files(tmpdir)
+        context["files"] = files.texts
+        unreadable = files.error
     context.update(extra or {})
     not_json = _not_json(stdout) if programs.uses_json and "json" not in context else ""
     if execution.truncated:
@@ -109,6 +116,8 @@ def check_sample(
     metrics = {name: _extract(name, program, context, not_json, index) for name, program in programs.metrics.items()}
     indeterminate = _indeterminate(programs.indeterminate, context, not_json)
     errors = [c.error for c in (assertion, indeterminate) if c is not None and c.status == "error"]
+    if unreadable is not None:  # what the checks saw of ``files`` is incomplete: no verdict on it
+        errors.append(unreadable)
     # A non-gating metric (gate: false) never fails or errors a row: its error stays on its value only.
     gating = {m.name for m in row.metrics if m.gate}
     errors += [f"metric {name}: {m.error}" for name, m in metrics.items() if m.status == "error" and name in gating]
@@ -126,9 +135,9 @@ def check_sample(
 
 def _process_error(row: RowSpec, execution: Execution) -> str | None:
     if execution.timed_out:
-        return f"timed out: the row's {format_duration(row.timeout_s)} budget ran out (process group killed)"
+        return f"timed out: the row's {format_duration(row.timeout_s)} budget ran out ({_KILLED})"
     if execution.cancelled:
-        return "cancelled (process group killed)"
+        return f"cancelled ({_KILLED})"
     return execution.error
 
 
@@ -174,7 +183,6 @@ def _context(
     stdout: str,
     stderr: str,
     execution: Execution,
-    tmpdir: str,
     programs: RowPrograms,
     names: Mapping[str, object] | None,
 ) -> dict[str, object]:
@@ -198,8 +206,6 @@ def _context(
         parsed = _parse_observation(stdout)
         if parsed is not None:
             context["json"] = parsed
-    if programs.uses_files:
-        context["files"] = read_files(tmpdir)
     return context
 
 
@@ -225,21 +231,55 @@ def _parse_observation(stdout: str) -> object | None:
     return parsed if isinstance(parsed, (dict, list)) else None
 
 
-def read_files(root: str, limit: int = FILES_LIMIT) -> dict[str, str]:
-    """Text of the files a sample wrote under its tmpdir, each capped at ``limit`` bytes."""
+@dataclass(frozen=True)
+class SampleFiles:
+    """The files a sample wrote under its tmpdir: path -> text, and path -> why it could not be read."""
+
+    texts: dict[str, str]
+    unreadable: dict[str, str]
+
+    @property
+    def error(self) -> str | None:
+        """The sample's error when a file or folder could not be read, naming the first few."""
+        if not self.unreadable:
+            return None
+        named = [f"{path} ({why})" for path, why in sorted(self.unreadable.items())]
+        more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+        return f"files: cannot read {', '.join(named[:3])}{more}, so files is incomplete"
+
+
+def read_files(root: str, limit: int = FILES_LIMIT) -> SampleFiles:
+    """Text of the regular files a sample wrote under its tmpdir, each capped at ``limit`` bytes.
+
+    A FIFO, socket or device is not a file with text (reading it could block or never end) and a
+    dangling symlink or a file deleted meanwhile is not there: none is in ``texts``. A file or
+    folder that is there and cannot be read is in ``unreadable``, never dropped without a word.
+    """
     found: dict[str, str] = {}
-    for folder, _dirs, names in os.walk(root):
+    unreadable: dict[str, str] = {}
+
+    def note(path: str, exc: OSError) -> None:
+        unreadable[os.path.relpath(path, root)] = exc.strerror or type(exc).__name__
+
+    def note_folder(exc: OSError) -> None:
+        if not isinstance(exc, FileNotFoundError):  # a folder deleted meanwhile is not there
+            note(os.fsdecode(exc.filename) if exc.filename is not None else root, exc)
+
+    for folder, _dirs, names in os.walk(root, onerror=note_folder):
         for name in names:
             path = os.path.join(folder, name)
             try:
                 if not stat.S_ISREG(os.stat(path).st_mode):
-                    continue  # a FIFO or device would block or never end
+                    continue
                 with open(path, "rb") as handle:
                     data = handle.read(limit)
-            except OSError:
+            except FileNotFoundError:
+                continue  # a dangling symlink, or deleted since it was listed
+            except OSError as exc:
+                note(path, exc)
                 continue
             found[os.path.relpath(path, root)] = data.decode("utf-8", errors="replace")
-    return found
+    return SampleFiles(found, unreadable)
 
 
 def _evaluate(program: Program, context: Mapping[str, object], not_json: str) -> CelValue:

@@ -13,6 +13,6 @@ def read_fixture(path: Path, display: str) -> bytes:
     try:
         return read_regular_file(path, MAX_FIXTURE_BYTES, "fixture file")
     except LimitExceeded as exc:
-        raise FixtureError(display, 0, str(exc)) from None
+        raise FixtureError(display, None, str(exc)) from None
     except OSError as exc:
-        raise FixtureError(display, 0, f"cannot read fixture file: {exc.strerror or exc}") from None
+        raise FixtureError(display, None, f"cannot read fixture file: {exc.strerror or exc}") from None

@@ -33,7 +33,7 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
         elif path.exists():
             found.append(path)
         else:
-            raise FixtureError(text, 0, "no such fixture file or folder")
+            raise FixtureError(text, None, "no such fixture file or folder")
     if not found:
         raise UsageError(f"no fixture files found in {', '.join(paths)}")
     unique: dict[Path, Path] = {}

@@ -84,7 +84,8 @@ def table_rows(
         raw_count = len(split_raw_row(raw))
         if raw_count != header_cells:
             hint = "" if "|" in raw else " (a table ends at a blank line: add one if this line is not a row)"
-            raise FixtureError(path, line, f"table row has {raw_count} cells but the header has {header_cells}{hint}")
+            message = f"row has {raw_count} cells but the header has {header_cells}{hint}"
+            raise FixtureError(path, line, message, "table")
         named = dict(zip(header, cells, strict=True))
         rows.append(_table_row(named, dict(zip(header, keys, strict=True)), line, settings, path))
     return rows, warnings
@@ -238,6 +239,7 @@ def reject_broken_table(token: Token, lines: list[str], offset: int, path: str) 
             raise FixtureError(
                 path,
                 offset + line0 + 1,
-                f"table header has {len(titles)} cells but the delimiter row below it has "
+                f"header has {len(titles)} cells but the delimiter row below it has "
                 f"{len(split_raw_row(delimiter))}: the table is not read until they match",
+                "table",
             )

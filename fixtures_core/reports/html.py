@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, plots
+from fixtures_core.reports.comparison import Mark, comparison_lines, still_failing_text
 from fixtures_core.reports.reasons import assertion_expression, row_reason, sample_reason
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
 
@@ -90,7 +90,7 @@ def _header(run: RunResult) -> str:
     parts = [
         f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
         f'<p><span id="verdict" class="badge verdict {run.verdict}">{run.verdict}</span> {escape(counts)}'
-        f"{escape(_comparison_verdict(run.comparison))}</p>",
+        f"{escape(_comparison_verdict(run))}</p>",
     ]
     if run.error:
         parts.append(f'<p class="gating">error: {escape(run.error)}</p>')
@@ -102,10 +102,9 @@ def _option(value: object) -> str:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def _comparison_verdict(comparison: Comparison | None) -> str:
-    if comparison is None or comparison.error is not None:
-        return ""
-    return "; regression against the baseline" if comparison.regressed else "; no regression against the baseline"
+def _comparison_verdict(run: RunResult) -> str:
+    compared = describe.comparison_verdict(run)
+    return f"; {compared}" if compared else ""
 
 
 # --- rows -----------------------------------------------------------------------
@@ -264,46 +263,42 @@ def _comparison_section(run: RunResult) -> str:
     comparison = run.comparison
     if comparison is None:
         return ""
+    found = comparison_lines(comparison)
     title = (
         f'<h2 id="comparison">Comparison with {escape(comparison.baseline)}</h2>'
-        f'<p class="muted">tolerance {comparison.tolerance:.3f}; <b class="gating">!</b> a gating line that '
+        f'<p class="muted">tolerance {found.tolerance}; <b class="gating">!</b> a gating line that '
         "regressed, · informational (never gates)</p>"
     )
-    if comparison.error is not None:
-        return f'{title}<p class="gating">comparison failed: {escape(comparison.error)}</p>'
-    rates = [
-        [_mark(r.gating, r.regressed), r.name, _opt(r.baseline, ".3f"), _opt(r.current, ".3f"),
-         _opt(r.delta, "+.3f"), _opt(r.p_value, ".3f"), r.note or ""]
-        for r in comparison.rates
-    ]  # fmt: skip
-    metrics = [
-        [_mark(m.gating, m.regressed), f"{m.row}: {m.name} ({m.unit})", _opt(m.baseline, ".4g"),
-         _opt(m.current, ".4g"), _opt(m.delta_percent, "+.1f") + ("%" if m.delta_percent is not None else ""),
-         _opt(m.p_value, ".3f"), m.note or ""]
-        for m in comparison.metrics
-    ]  # fmt: skip
-    head = _tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric={2, 3, 4, 5})
-    table = '<table class="comparison">' + head + "".join(_tr(r, numeric={2, 3, 4, 5}) for r in rates + metrics)
-    table += "</table>"
-    changes = ""
-    if comparison.changes:
-        items = "".join(
-            f"<li>{_mark(c.gating, c.gating)} {escape(c.row)}: {c.before or 'absent'} → {c.after or 'absent'}</li>"
-            for c in comparison.changes
+    if found.error is not None:
+        return f'{title}<p class="gating">Comparison failed: {escape(found.error)}</p>'
+    numeric = {2, 3, 4, 5}
+    head = _tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric=numeric)
+    figures = "".join(
+        _tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.p, f.note], numeric=numeric, css=f.mark)
+        for f in found.figures
+    )
+    parts = [title, f'<table class="comparison">{head}{figures}</table>']
+    if found.still_failing:
+        parts.append(
+            f'<p class="still-failing">{_mark("informational")} {escape(still_failing_text(found.still_failing))}</p>'
         )
-        changes = f"<h3>Changed rows</h3><ul>{items}</ul>"
-    warnings = "".join(f'<p class="muted">warning: {escape(w)}</p>' for w in comparison.warnings)
-    return title + table + changes + warnings
+    if found.rows:
+        head = _tr(["", "row", "baseline", "current", "p"], header=True, numeric={4})
+        rows = "".join(
+            _tr([_mark(r.mark), r.row, r.before, r.after, r.p], numeric={4}, css=f"change {r.mark}") for r in found.rows
+        )
+        parts.append(f'<h3>Changed rows</h3><table class="changes">{head}{rows}</table>')
+    parts += [f'<p class="muted">warning: {escape(w)}</p>' for w in found.warnings]
+    if found.verdict is not None:
+        css = ' class="gating"' if comparison.regressed else ""
+        parts.append(f'<p id="comparison-verdict"{css}>{escape(found.verdict)}</p>')
+    return "\n".join(parts)
 
 
-def _mark(gating: bool, regressed: bool) -> _Html:
-    if regressed:
+def _mark(mark: Mark) -> _Html:
+    if mark == "regressed":
         return _Html('<b class="gating">!</b>')
-    return _Html("" if gating else '<span class="muted">·</span>')
-
-
-def _opt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+    return _Html('<span class="muted">·</span>' if mark == "informational" else "")
 
 
 # --- samples --------------------------------------------------------------------
@@ -394,14 +389,17 @@ class _Html(str):
     """Text that is already HTML: table cells insert it as is (every other cell is escaped)."""
 
 
-def _tr(cells: Iterable[str], header: bool = False, numeric: set[int] | frozenset[int] = frozenset()) -> str:
+def _tr(
+    cells: Iterable[str], header: bool = False, numeric: set[int] | frozenset[int] = frozenset(), css: str = ""
+) -> str:
     tag = "th" if header else "td"
     out = []
     for index, cell in enumerate(cells):
-        css = ' class="num"' if index in numeric else ""
+        number = ' class="num"' if index in numeric else ""
         text = cell if isinstance(cell, _Html) else escape(cell)
-        out.append(f"<{tag}{css}>{text}</{tag}>")
-    return "<tr>" + "".join(out) + "</tr>"
+        out.append(f"<{tag}{number}>{text}</{tag}>")
+    row_class = f' class="{css}"' if css else ""
+    return f"<tr{row_class}>" + "".join(out) + "</tr>"
 
 
 def _opt_int(value: int | None) -> str:

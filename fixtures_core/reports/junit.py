@@ -19,6 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from fixtures_core.analysis.finalize import Summary
 from fixtures_core.records.rundoc import FixtureResult, RunResult
 from fixtures_core.reports.reasons import assertion_expression, row_reason, sample_reason
 from fixtures_core.results import RowResult
@@ -45,6 +46,7 @@ def case_name(row: RowResult) -> str:
 
 def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
     rows = fixture.rows
+    counts = Summary.of(rows)
     package = _classname(fixture.file)
     suite = ET.Element(
         "testsuite",
@@ -52,10 +54,10 @@ def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
             "name": fixture.file,
             "package": package,
             "id": str(index),
-            "tests": str(len(rows)),
-            "failures": str(sum(r.status == "FAIL" for r in rows)),
-            "errors": str(sum(r.status == "ERR" for r in rows)),
-            "skipped": str(sum(r.status == "SKIP" for r in rows)),
+            "tests": str(counts.rows),
+            "failures": str(counts.failed),
+            "errors": str(counts.errored),
+            "skipped": str(counts.skipped),
             "time": _seconds(sum(_row_ms(r) for r in rows)),
             "timestamp": run.started_at.removesuffix("Z")[:19],  # Ant's pattern has no zone; assay's times are UTC
             "hostname": "localhost",  # a public-safe report names no machine

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from fixtures_core.analysis.baseline import render_comparison
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
+from fixtures_core.reports.comparison import text_lines
 
 
 def render(run: RunResult, document: str | Path | None = None) -> str:
@@ -36,7 +36,7 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     for outcome in run.suites:
         lines += ["", *shipgate.suite_markdown(outcome)]
     if run.comparison is not None:
-        lines += ["", "## Comparison with the baseline", "", *_fenced(render_comparison(run.comparison))]
+        lines += ["", "## Comparison with the baseline", "", *_fenced(text_lines(run.comparison))]
     note = describe.no_comparison_note(run)
     if note:
         lines += ["", note]

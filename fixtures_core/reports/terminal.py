@@ -13,10 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fixtures_core.analysis.baseline import Comparison, render_comparison
+from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.errors import BaselineError
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.reports import describe, shipgate
+from fixtures_core.reports.comparison import text_lines
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _MARK_STYLE = {"informational": "dim", "fail": "red", "error": "magenta", "not_evaluated": "dim", "ok": "green"}
@@ -108,7 +109,7 @@ def verdict_line(run: RunResult) -> Text:
 
 def render_comparison_lines(comparison: Comparison, console: Console) -> None:
     """The baseline comparison: gating lines (``!``) red, informational (``·``) dim."""
-    for line in render_comparison(comparison):
+    for line in text_lines(comparison):
         style = "red" if line.startswith("!") else "dim" if line.startswith("·") else None
         console.print(Text(line, style=style or ""))
 
@@ -127,7 +128,7 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
         except BaselineError as exc:
             table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", str(exc.reason))
             continue
-        counted = run.summary.rows - run.summary.skipped
+        counted = run.summary.counted
         rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
         verdict = Text(run.verdict, style=_STYLE[run.verdict])
         table.add_row(run.run_id, run.label or "", run.started_at, verdict, str(run.summary.rows), rate)

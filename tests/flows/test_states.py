@@ -32,7 +32,8 @@ def test_a_false_cel_sample_is_failed_with_its_expression_and_exit_code() -> Non
 
 
 def test_a_sample_that_ran_out_of_time_is_timed_out() -> None:
-    late = sample(0, "ERR", exit_code=None, error="timed out: the row's 2s budget ran out (process group killed)")
+    error = "timed out: the row's 2s budget ran out (the sample's processes were killed)"
+    late = sample(0, "ERR", exit_code=None, error=error)
     state = sample_state(late)
     assert state.is_failed() and state.name == "TimedOut" and "budget ran out" in (state.message or "")
 

@@ -320,14 +320,22 @@ CASES: list[Case] = [
     Case("fixture not UTF-8", fixture(b"| Name | Command |\n|---|---|\n| \xff\xfe | true |\n"), says="not UTF-8"),
     Case("fixture random bytes", fixture(bytes(range(256)) * 4), says="not UTF-8"),
     Case("fixture empty", fixture(""), says="contain no rows"),
-    Case("fixture path missing", args("run", "{dir}/missing.md", "--engine", "local"), says="no such fixture file"),
+    Case(
+        "fixture path missing",
+        args("run", "{dir}/missing.md", "--engine", "local"),
+        says="missing.md: no such fixture file",
+    ),
     Case(
         "fixture folder without fixtures",
         with_files({"sub/readme.txt": "x"}, "run", "{dir}/sub", "--engine", "local"),
         says="no fixture files",
     ),
     Case("fixture path too long", args("validate", "/" + "x" * 5000 + ".md"), says=""),
-    Case("a row cell missing", fixture("| Name | Command |\n|---|---|\n| a |\n"), says="cells but the header has"),
+    Case(
+        "a row cell missing",
+        fixture("| Name | Command |\n|---|---|\n| a |\n"),
+        says=":3: table: row has 1 cells but the header has 2",
+    ),
     Case("a row without a name", fixture(table(" | `true` | ")), says="needs a Name"),
     Case("duplicate row names", fixture(table(OK_ROW, OK_ROW)), says="duplicate row name"),
     Case("a CEL syntax error", fixture(table("a | `true` | `json.x +`")), says="CEL"),
@@ -562,6 +570,7 @@ def test_hostile_input(
         assert [line.split(":")[0] for line in lines] == expected, err
         assert case.says in lines[-1], err
         assert "internal error" not in err
+        assert ":0:" not in err, "an error of a whole file names no line"
     elif case.code == 2:
         assert lines == [], err  # an error in a sample: the report (stdout) says it, as an ERR row
         assert "ERR" in out

@@ -57,6 +57,8 @@ def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> Non
                 "thresholds": count("svg.plot .threshold"),
                 "groups": count("table.suite tr.group"),
                 "comparison": count("#comparison"),
+                "still_failing": "document.querySelector('p.still-failing').textContent",
+                "comparison_verdict": "document.getElementById('comparison-verdict').textContent",
                 "details": count("details.row-detail"),
                 "open_details": count("details.row-detail[open]"),
             },
@@ -72,6 +74,8 @@ def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> Non
     assert all(height > 100 for height in values["plot_heights"])  # drawn, not collapsed
     assert values["baselines"] == 3 and values["thresholds"] == 3  # duration_ms vs 'API high'
     assert (values["groups"], values["comparison"]) == (5, 1)  # all rows + 4 selectors; the saved run
+    assert values["still_failing"].endswith("(not a regression): CLI high, API low, API flaky")
+    assert values["comparison_verdict"] == "No regression against baseline"
     assert (values["details"], values["open_details"]) == (4, 3)
 
     image = Image.open(screenshot).convert("RGB")

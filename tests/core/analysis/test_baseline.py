@@ -25,13 +25,13 @@ from fixtures_core.analysis.baseline import (
     RowChange,
     check_tolerance,
     compare,
-    render_comparison,
 )
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import Store, new_run_id
+from fixtures_core.reports.comparison import text_lines
 from fixtures_core.results import Outcome, RowResult, Status
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
 from flows.local import run_rows_locally
@@ -135,7 +135,7 @@ def test_unchanged_run_against_itself_does_not_regress(suite: RunResult) -> None
         ("beta", "cost"),
     }
     assert not any(m.regressed for m in comparison.metrics)
-    assert render_comparison(comparison)[-1] == "No regression against baseline"
+    assert text_lines(comparison)[-1] == "No regression against baseline"
 
 
 def test_improvements_never_gate(tmp_path: Path) -> None:
@@ -173,7 +173,7 @@ def test_pass_to_fail_gates_whatever_the_tolerance(tmp_path: Path) -> None:
     pass_rate = rate(comparison, "pass rate")
     assert pass_rate.gating and not pass_rate.regressed
     assert pass_rate.note == "drop within tolerance 0.990"
-    lines = render_comparison(comparison)
+    lines = text_lines(comparison)
     assert lines[0] == "Baseline comparison (tolerance 0.990)"
     assert "! beta  PASS -> FAIL  p=0.100" in lines
     assert lines[-1] == "Regression against baseline"
@@ -244,7 +244,7 @@ def test_metric_gates_beyond_its_regression_percent(tmp_path: Path, ms: int, wor
     assert comparison.changes == ()  # the row itself still passes: only the comparison gates
     if gates:
         assert duration.note == "49.5% worse, allowed 25%"
-        assert any(line.startswith("! alpha: duration (ms)") for line in render_comparison(comparison))
+        assert any(line.startswith("! alpha: duration (ms)") for line in text_lines(comparison))
 
 
 @pytest.mark.parametrize(("ms", "gates"), [(106, True), (105, False)])
@@ -302,7 +302,7 @@ def test_a_row_failing_in_both_runs_is_reported_and_the_verdict_is_no_regression
 
     assert comparison.regressed is False
     assert comparison.still_failing == (f"{current.rows[1].file}::beta",)
-    assert "· still failing, as in the baseline (not a regression): beta" in render_comparison(comparison)
+    assert "· still failing, as in the baseline (not a regression): beta" in text_lines(comparison)
     assert replace(current, comparison=comparison).verdict == "PASS"  # "did it regress?": no
     assert current.verdict == "FAIL"  # without a baseline the failing row decides
 
@@ -317,7 +317,7 @@ def test_cost_metric_that_doubles_never_gates(tmp_path: Path) -> None:
     assert (cost.gating, cost.regressed) == (False, False)
     assert cost.delta_percent == pytest.approx(100.0)
     assert comparison.regressed is False
-    assert any(line.startswith("· alpha: cost (usd)") for line in render_comparison(comparison))
+    assert any(line.startswith("· alpha: cost (usd)") for line in text_lines(comparison))
 
 
 def test_metric_without_direction_is_informational(tmp_path: Path) -> None:
@@ -375,7 +375,7 @@ def test_incomplete_baseline_aggregate_is_noted_not_compared(tmp_path: Path) -> 
     assert line.baseline == pytest.approx(100.0) and line.current == pytest.approx(201.0)
     assert line.note == "baseline value incomplete: 2 of 3 samples gave a value"
     assert comparison.regressed is False
-    assert any(text.startswith("· alpha: duration (ms)") for text in render_comparison(comparison))
+    assert any(text.startswith("· alpha: duration (ms)") for text in text_lines(comparison))
 
 
 @pytest.mark.parametrize("side", ["baseline", "current"])
@@ -424,7 +424,7 @@ def test_added_failing_row_gates_through_the_pass_rate(tmp_path: Path) -> None:
     # Baseline 1/1 against current 1/2: a drop of 0.5.
     assert (pass_rate.baseline, pass_rate.current, pass_rate.regressed) == (1.0, 0.5, True)
     assert comparison.regressed is True
-    assert "· gamma  (absent) -> FAIL" in render_comparison(comparison)
+    assert "· gamma  (absent) -> FAIL" in text_lines(comparison)
     # A tolerance of 0.5 absorbs exactly that drop (it must be exceeded).
     assert compare(baseline, current, tolerance=0.5).regressed is False
 
@@ -532,7 +532,7 @@ def test_tolerance_within_zero_to_one_is_accepted(value: float) -> None:
     assert check_tolerance(value) == value
 
 
-# --- warnings, saved runs, text ---------------------------------------------------
+# --- warnings, saved runs ---------------------------------------------------
 
 
 def test_changed_fixture_and_command_are_warnings(tmp_path: Path) -> None:
@@ -546,7 +546,7 @@ def test_changed_fixture_and_command_are_warnings(tmp_path: Path) -> None:
     command = compare(baseline, recommanded).warnings
     assert any("row 'alpha'" in w and "runs another command" in w for w in command)
     assert compare(baseline, edited).regressed is False
-    assert "warning: " + digest in render_comparison(compare(baseline, edited))
+    assert "warning: " + digest in text_lines(compare(baseline, edited))
 
 
 def test_saved_run_compares_equal_to_itself(tmp_path: Path, suite: RunResult) -> None:
@@ -555,21 +555,3 @@ def test_saved_run_compares_equal_to_itself(tmp_path: Path, suite: RunResult) ->
 
     assert compare(loaded, suite, baseline_path="b") == compare(suite, suite, baseline_path="b")
     assert compare(suite, loaded, baseline_path="b") == compare(suite, suite, baseline_path="b")
-
-
-def test_render_puts_one_line_per_rate_and_metric(suite: RunResult) -> None:
-    lines = render_comparison(compare(suite, suite))
-
-    assert lines[0] == "Baseline comparison (tolerance 0.000)"
-    assert lines[1].split() == ["METRIC", "BASELINE", "CURRENT", "DELTA", "p"]
-    assert lines[2].startswith("  pass rate ")
-    assert "Changed rows" not in lines
-
-
-def test_render_of_a_failed_comparison_gives_no_verdict() -> None:
-    failed = Comparison("old.json", 0.0, True, (), (), (), (), (), (), error="baseline old.json: file not found")
-
-    assert render_comparison(failed) == [
-        "Baseline comparison (tolerance 0.000)",
-        "Comparison failed: baseline old.json: file not found",
-    ]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from fixtures_core.analysis.finalize import finalize_rows, metric_table, summarize
+from fixtures_core.analysis.finalize import Summary, finalize_rows, metric_table, summarize
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.parsing.parser import parse_text
@@ -402,7 +403,14 @@ def test_summary_counts() -> None:
     summary = summarize(rows)
     assert (summary.rows, summary.passed, summary.failed, summary.errored, summary.skipped) == (4, 1, 1, 1, 1)
     assert summary.samples == 5
-    assert summary.status == "ERR"
+    assert summary.counted == 3  # every row but the skipped one
+    assert Summary.of(rows) == replace(summary, stochastic=None, groups=None)
+
+
+def test_summary_has_no_status_of_its_own() -> None:
+    # The run's status weighs A/B ship gates and arm rows (abstage.run_status) and interruptions;
+    # a second definition from the counts alone would disagree with it.
+    assert not hasattr(Summary, "status")
 
 
 def test_metric_table_has_one_record_per_sample_and_metric() -> None:

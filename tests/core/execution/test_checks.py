@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.execution import checks
-from fixtures_core.execution.checks import check_sample, read_files, row_programs
+from fixtures_core.execution.checks import SampleFiles, check_sample, read_files, row_programs
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.execution.sampling import Execution, execute
@@ -112,13 +112,13 @@ def test_timed_out_execution_is_an_error_naming_the_budget() -> None:
     sample = check(make_row(timeout_s=90), ran(exit_code=None, timed_out=True))
     assert sample.status == "ERR"
     assert sample.command.status == "error"
-    assert sample.error == "timed out: the row's 1m30s budget ran out (process group killed)"
+    assert sample.error == "timed out: the row's 1m30s budget ran out (the sample's processes were killed)"
 
 
 def test_cancelled_execution_is_an_error() -> None:
     sample = check(make_row(), ran(exit_code=None, cancelled=True))
     assert sample.status == "ERR"
-    assert sample.error == "cancelled (process group killed)"
+    assert sample.error == "cancelled (the sample's processes were killed)"
 
 
 def test_execution_that_could_not_start_is_an_error() -> None:
@@ -356,13 +356,13 @@ def test_files_variable_sees_what_the_sample_wrote(tmp_path: Path) -> None:
 def test_read_files_caps_each_file(tmp_path: Path) -> None:
     (tmp_path / "big.txt").write_bytes(b"a" * 5000)
     (tmp_path / "small.txt").write_bytes(b"bb")
-    assert read_files(str(tmp_path), limit=1000) == {"big.txt": "a" * 1000, "small.txt": "bb"}
+    assert read_files(str(tmp_path), limit=1000).texts == {"big.txt": "a" * 1000, "small.txt": "bb"}
 
 
 def test_read_files_skips_fifos_instead_of_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     (tmp_path / "result.txt").write_text("done")
-    box: dict[str, dict[str, str]] = {}
+    box: dict[str, SampleFiles] = {}
     reader = threading.Thread(target=lambda: box.update(found=read_files(str(tmp_path))), daemon=True)
     reader.start()
     reader.join(timeout=10)
@@ -370,7 +370,43 @@ def test_read_files_skips_fifos_instead_of_blocking(tmp_path: Path) -> None:
         with open(tmp_path / "pipe", "w"):
             pass
         pytest.fail("read_files blocked on a FIFO")
-    assert box["found"] == {"result.txt": "done"}
+    assert box["found"] == SampleFiles({"result.txt": "done"}, {})  # a FIFO holds no text: not a file of files
+
+
+def test_a_file_that_cannot_be_read_makes_the_sample_an_error(tmp_path: Path) -> None:
+    (tmp_path / "result.txt").write_text("done")
+    # Reading /proc/self/mem from offset 0 fails with EIO, whoever runs the test (root too).
+    (tmp_path / "mem").symlink_to("/proc/self/mem")
+    row = make_row(cel='files["result.txt"] == "done" && !("mem" in files)')
+    sample = check(row, ran(), tmpdir=str(tmp_path))
+    # The assertion held over what was read, but what was read is not all there is: no verdict.
+    assert sample.status == "ERR"
+    assert sample.error == "files: cannot read mem (Input/output error), so files is incomplete"
+    assert sample.assertions is not None and sample.assertions.status == "pass"
+
+
+def test_a_folder_that_cannot_be_listed_is_named(tmp_path: Path) -> None:
+    # 20 nested folders of 250 characters: the deepest path is past PATH_MAX, so it cannot be listed.
+    folder = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(20):
+        os.mkdir("d" * 250, dir_fd=folder)
+        inner = os.open("d" * 250, os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    os.close(os.open("lost.txt", os.O_WRONLY | os.O_CREAT, dir_fd=folder))
+    os.close(folder)
+    (tmp_path / "top.txt").write_text("t")
+    found = read_files(str(tmp_path))
+    assert found.texts == {"top.txt": "t"}
+    [(path, why)] = found.unreadable.items()
+    assert path.startswith("d" * 250 + "/") and why == "File name too long"
+
+
+def test_a_dangling_symlink_is_no_file_and_no_error(tmp_path: Path) -> None:
+    (tmp_path / "gone").symlink_to(tmp_path / "never-written")
+    (tmp_path / "result.txt").write_text("done")
+    assert read_files(str(tmp_path)) == SampleFiles({"result.txt": "done"}, {})
+    assert check(make_row(cel="size(files) == 1"), ran(), tmpdir=str(tmp_path)).status == "PASS"
 
 
 def test_row_programs_know_what_context_they_need() -> None:
@@ -385,7 +421,7 @@ def test_a_property_named_like_files_does_not_read_files(monkeypatch: pytest.Mon
     row = make_row(cel='profiles == "default" && myfiles == 2', properties={"profiles": "default", "myfiles": 2})
     assert row_programs(row).uses_files is False
 
-    def never(root: str) -> dict[str, str]:
+    def never(root: str) -> SampleFiles:
         raise AssertionError(f"read_files({root!r}) called")
 
     monkeypatch.setattr(checks, "read_files", never)

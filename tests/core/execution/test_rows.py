@@ -258,7 +258,7 @@ def test_budget_running_out_in_the_first_sample_is_err_and_kills_the_group(
     assert lines(counter) == ["x"]
     assert result.samples[0].status == "ERR"
     assert result.samples[0].exit_code is None
-    assert result.error == "sample 0: timed out: the row's 1s budget ran out (process group killed)"
+    assert result.error == "sample 0: timed out: the row's 1s budget ran out (the sample's processes were killed)"
     assert result.outcomes.command == "error"
     assert gone_soon(int(leader.read_text()))
     assert gone_soon(int(child.read_text()))

@@ -66,7 +66,7 @@ def test_nonexistent_path_is_a_fixture_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.md")
     with pytest.raises(FixtureError) as caught:
         load_matrix([missing])
-    assert str(caught.value) == f"{missing}:0: no such fixture file or folder"
+    assert str(caught.value) == f"{missing}: no such fixture file or folder"
 
 
 def test_folder_without_fixtures_is_a_usage_error(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_folder_without_fixtures_is_a_usage_error(tmp_path: Path) -> None:
 def test_malformed_file_stops_loading(tmp_path: Path) -> None:
     fixture(tmp_path / "a.md", "ok")
     (tmp_path / "b.md").write_text("---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| bad |\n", encoding="utf-8")
-    with pytest.raises(FixtureError, match=r"b\.md:6: table row has 1 cells but the header has 2"):
+    with pytest.raises(FixtureError, match=r"b\.md:6: table: row has 1 cells but the header has 2"):
         load_matrix([str(tmp_path)])
 
 

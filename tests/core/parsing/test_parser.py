@@ -55,9 +55,20 @@ def test_fixture_file_keeps_path_and_digest(tmp_path: Path) -> None:
     assert [r.file for r in fixture.rows] == [path.as_posix()]
 
 
-def test_missing_file_is_a_fixture_error(tmp_path: Path) -> None:
-    with pytest.raises(FixtureError, match="cannot read fixture file"):
-        parse_file(tmp_path / "absent.md")
+def test_missing_file_is_a_fixture_error_of_the_whole_file(tmp_path: Path) -> None:
+    absent = tmp_path / "absent.md"
+    with pytest.raises(FixtureError) as caught:
+        parse_file(absent)
+    # No line: the file itself is the problem, so it prints no made-up line 0.
+    assert str(caught.value) == f"{absent.as_posix()}: cannot read fixture file: No such file or directory"
+    assert caught.value.line is None
+
+
+def test_a_folder_or_device_is_a_fixture_error_without_a_line(tmp_path: Path) -> None:
+    with pytest.raises(FixtureError) as caught:
+        parse_file(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path.as_posix()}: ")
+    assert ":0:" not in str(caught.value) and caught.value.line is None
 
 
 def test_non_utf8_file_is_a_fixture_error(tmp_path: Path) -> None:
@@ -229,27 +240,28 @@ def test_table_inside_a_list_item_keeps_lines(tmp_path: Path) -> None:
 )
 def test_row_with_wrong_cell_count_is_an_error_naming_file_and_line(tmp_path: Path, row: str, count: int) -> None:
     path, error = parse_error(tmp_path, f"---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| ok | true |\n{row}\n")
-    assert str(error) == f"{path}:7: table row has {count} cells but the header has 2"
-    assert (error.path, error.line) == (path, 7)
+    assert str(error) == f"{path}:7: table: row has {count} cells but the header has 2"
+    assert (error.path, error.line, error.field) == (path, 7, "table")
 
 
 def test_text_line_right_after_a_table_is_a_row_and_says_how_to_end_the_table(tmp_path: Path) -> None:
     path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| a | true |\nsee above\n")
-    assert str(error).startswith(f"{path}:7: table row has 1 cells but the header has 2")
+    assert str(error).startswith(f"{path}:7: table: row has 1 cells but the header has 2")
     assert "a table ends at a blank line" in str(error)
 
 
 def test_delimiter_row_with_wrong_cell_count_is_an_error_not_dropped_rows(tmp_path: Path) -> None:
     path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|\n| a | true |\n")
     assert str(error) == (
-        f"{path}:4: table header has 2 cells but the delimiter row below it has 1: "
+        f"{path}:4: table: header has 2 cells but the delimiter row below it has 1: "
         "the table is not read until they match"
     )
+    assert error.field == "table"
 
 
 def test_fixture_table_read_as_setext_heading_is_an_error(tmp_path: Path) -> None:
     path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n---\n")
-    assert str(error).startswith(f"{path}:4: table header has 2 cells")
+    assert str(error).startswith(f"{path}:4: table: header has 2 cells")
 
 
 def test_broken_documentation_table_is_not_an_error(tmp_path: Path) -> None:

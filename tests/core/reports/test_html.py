@@ -36,7 +36,7 @@ def test_a_comparison_with_a_saved_run_is_shown(matrix_run: RunResult) -> None:
     compared = replace(matrix_run, comparison=compare(matrix_run, matrix_run, 0.0, "shipped"))
     page = html(compared)
     assert '<h2 id="comparison">Comparison with shipped</h2>' in page
-    assert "no regression against the baseline" in page
+    assert '<p id="comparison-verdict">No regression against baseline</p>' in page
     assert "<td>sample pass rate</td>" in page
 
 

@@ -1,0 +1,49 @@
+"""Re-judging a stored A/B run reads the options the run recorded; a damaged one is an error, never dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.errors import UsageError
+from fixtures_core.records.store import Store
+from fixtures_core.rejudge import rejudge
+from fixtures_core.runner import RunOptions
+from tests.core.conftest import ExampleRun
+
+
+def edited_run_file(example_run: ExampleRun, folder: Path, **options: object) -> Path:
+    """A copy of the example run's run.json whose recorded options are changed as given."""
+    document = json.loads(Store(example_run.state).run_file(example_run.run.run_id).read_text())
+    document["options"].update(options)
+    path = folder / "edited.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("paths", "examples/ab/suite.md", "a list of strings"),
+        ("paths", ["examples/ab/suite.md", 3], "a list of strings"),
+        ("filter", ["arm*"], "a string"),
+        ("repeat", "3", "a whole number >= 1"),
+        ("repeat", True, "a whole number >= 1"),
+        ("repeat", 0, "a whole number >= 1"),
+        ("k", 2.5, "a whole number >= 1"),
+        ("group_by", "arm", "a list of strings"),
+    ],
+)
+def test_a_malformed_recorded_option_names_the_run_file_and_the_option(
+    example_run: ExampleRun, tmp_path: Path, option: str, value: object, expected: str
+) -> None:
+    path = edited_run_file(example_run, tmp_path, **{option: value})
+
+    with pytest.raises(UsageError) as caught:
+        rejudge(str(path), RunOptions(paths=(), out=str(tmp_path / "state")))
+
+    assert str(caught.value) == (
+        f"{path}: recorded option '{option}' must be {expected}, got {value!r}: the run file was edited or is damaged"
+    )
