@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -33,6 +32,7 @@ from fixtures_core.execution.workspace import (
     scan,
     verify_score,
 )
+from fixtures_core.files import slug
 from fixtures_core.parsing.suite import WORKSPACE_NAME, workspace_folder
 from fixtures_core.parsing.template import render
 from fixtures_core.redaction import Redactor, redactor
@@ -44,7 +44,6 @@ if TYPE_CHECKING:  # rows calls this module, so it cannot be imported here at ru
     from fixtures_core.execution.rows import RunSettings
 
 ATTEMPTS = "attempts"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def needs_attempt(row: RowSpec, dry_run: bool) -> bool:
@@ -53,14 +52,9 @@ def needs_attempt(row: RowSpec, dry_run: bool) -> bool:
 
 
 def attempt_folder(row: RowSpec, index: int) -> str:
-    """Where an attempt's evidence goes, relative to the run folder."""
+    """Where an attempt's evidence goes, relative to the run folder (one folder per case, arm and sample)."""
     case, arm = (row.ab.case, row.ab.arm) if row.ab is not None else (row.name, None)
-    return "/".join([ATTEMPTS, folder_name(case), folder_name(arm or "-"), str(index)])
-
-
-def folder_name(text: str) -> str:
-    """A file-name-safe form of a case or arm name."""
-    return _UNSAFE.sub("_", text).strip("_") or "_"
+    return "/".join([ATTEMPTS, slug(case), slug(arm or "-"), str(index)])
 
 
 def run_attempt(

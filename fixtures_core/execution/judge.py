@@ -34,9 +34,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
-from fixtures_core.execution.attempt import folder_name
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import execute
+from fixtures_core.files import slug
 from fixtures_core.parsing.template import render
 from fixtures_core.results import SampleResult
 from fixtures_core.suite import JudgeSpec
@@ -173,7 +173,7 @@ def judge_sample(
     call: JudgeCall, index: int, arms: Mapping[str, SampleResult], settings: JudgeSettings, containment: Containment
 ) -> Judgment:
     """One judgment (two calls with swap), mapped back to arms; its files under ``judge/CASE/SAMPLE``."""
-    relative = f"{JUDGE_FOLDER}/{folder_name(call.case)}/{index}"
+    relative = f"{JUDGE_FOLDER}/{slug(call.case)}/{index}"
     folder = settings.run_dir / relative
     folder.mkdir(parents=True, exist_ok=True)
     evidence = {arm: candidate(sample, settings.evidence_dir) for arm, sample in arms.items()}
@@ -246,7 +246,7 @@ def _call(
     output_file.write_text(stdout, encoding="utf-8")
     if stderr:
         (folder / f"stderr{suffix}.txt").write_text(stderr, encoding="utf-8")
-    kept = f"{JUDGE_FOLDER}/{folder_name(call.case)}/{index}/{output_file.name}"
+    kept = output_file.relative_to(settings.run_dir).as_posix()
     problem = _process_problem(done.exit_code, done.timed_out, done.cancelled, done.error, call.spec, stderr)
     if problem is None:
         try:

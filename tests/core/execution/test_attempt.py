@@ -212,3 +212,27 @@ def test_secrets_are_masked_in_the_evidence_but_cel_sees_them(tmp_path: Path) ->
         assert secret not in text, name
     assert "+[REDACTED]" in (folder / "diff.patch").read_text()
     assert secret not in result.samples[0].stdout
+
+
+def test_cases_whose_names_differ_only_in_unsafe_characters_keep_their_own_evidence(tmp_path: Path) -> None:
+    rows = suite_rows(
+        tmp_path,
+        """
+        exec: bash
+        args: ["-c", "echo $ASSAY_ROW > who.txt"]
+        arms: {variant: {}, bare: {}}
+        workspace: repo
+        """,
+        "| Name |\n|---|\n| a b |\n| a_b |\n| a/b |\n",
+    )
+
+    results = [run(row, tmp_path) for row in rows]
+
+    folders = {}
+    for result in results:
+        attempt = result.samples[0].attempt
+        assert result.status == "PASS" and attempt is not None, result.error
+        folders[attempt.evidence] = (tmp_path / "run" / attempt.evidence / "diff.patch").read_text()
+    assert len(folders) == 6  # three cases x two arms, each in its own folder
+    for result, (folder, diff) in zip(results, folders.items(), strict=True):
+        assert f"+{result.name}\n" in diff, folder

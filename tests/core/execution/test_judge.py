@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,17 @@ def test_the_provenance_command_is_recorded(tmp_path: Path, containment: Contain
     assert provenance_of(spec, str(tmp_path), containment) == "judge-model 4.2\nmore"
     failing = JudgeSpec(command=("true",), line=1, provenance="echo nope >&2; exit 3")
     assert provenance_of(failing, str(tmp_path), containment) == "provenance command failed (exit code 3): nope"
+
+
+def test_cases_whose_names_differ_only_in_unsafe_characters_keep_their_own_judge_files(tmp_path: Path) -> None:
+    call = judge_call(tmp_path, ALWAYS_A)
+    cases = ["a b", "a_b", "a/b"]
+
+    with Containment() as containment:
+        judgments = [judge_sample(replace(call, case=case), 0, ARMS, settings(tmp_path), containment) for case in cases]
+
+    assert len({j.evidence for j in judgments}) == 3, [j.evidence for j in judgments]
+    for case, judgment in zip(cases, judgments, strict=True):
+        assert judgment.error is None, judgment.error
+        sent = json.loads((tmp_path / "run" / judgment.evidence / "input.json").read_text())
+        assert sent["row"] == case
