@@ -9,7 +9,6 @@ verification, and never starts the arm.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -32,7 +31,7 @@ from fixtures_core.execution.workspace import (
     scan,
     verify_score,
 )
-from fixtures_core.files import slug
+from fixtures_core.files import json_text, slug, write_text_atomic
 from fixtures_core.parsing.suite import WORKSPACE_NAME, workspace_folder
 from fixtures_core.parsing.template import render
 from fixtures_core.redaction import Redactor, redactor
@@ -111,17 +110,17 @@ def run_attempt(
 
 @dataclass
 class _Trail:
-    """An attempt's evidence folder: every text written to it is masked first."""
+    """An attempt's evidence folder: every text written to it is masked first, and written atomically."""
 
     folder: Path
     mask: Redactor
     timing: dict[str, float] = field(default_factory=dict)
 
     def text(self, name: str, text: str) -> None:
-        (self.folder / name).write_text(self.mask.text(text), encoding="utf-8")
+        write_text_atomic(self.folder / name, self.mask.text(text))
 
     def json(self, name: str, document: object) -> None:
-        self.text(name, json.dumps(document, indent=1, default=str) + "\n")
+        self.text(name, json_text(document))
 
 
 def _prepare(

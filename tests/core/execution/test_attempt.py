@@ -236,3 +236,29 @@ def test_cases_whose_names_differ_only_in_unsafe_characters_keep_their_own_evide
     assert len(folders) == 6  # three cases x two arms, each in its own folder
     for result, (folder, diff) in zip(results, folders.items(), strict=True):
         assert f"+{result.name}\n" in diff, folder
+
+
+def test_evidence_files_are_replaced_whole_never_rewritten_in_place(tmp_path: Path) -> None:
+    (row,) = suite_rows(
+        tmp_path,
+        """
+        exec: bash
+        args: ["-c", "echo done > out.txt; echo said"]
+        workspace: repo
+        setup: echo prepared
+        verify:
+          - test -f out.txt
+        """,
+    )
+    first = run(row, tmp_path)
+    attempt = first.samples[0].attempt
+    assert attempt is not None
+    folder = tmp_path / "run" / attempt.evidence
+    before = {path.name: path.stat().st_ino for path in folder.iterdir()}
+
+    run(row, tmp_path)  # the same attempt again, into the same folder
+
+    after = {path.name: path.stat().st_ino for path in folder.iterdir()}
+    assert set(after) == set(before) >= {"command.json", "stdout.txt", "diff.patch", "verify.json", "result.json"}
+    # A new file moved into place has a new inode; a file truncated and rewritten keeps its own.
+    assert [name for name in after if after[name] == before[name]] == []

@@ -227,3 +227,17 @@ def test_cases_whose_names_differ_only_in_unsafe_characters_keep_their_own_judge
         assert judgment.error is None, judgment.error
         sent = json.loads((tmp_path / "run" / judgment.evidence / "input.json").read_text())
         assert sent["row"] == case
+
+
+def test_judge_files_are_replaced_whole_never_rewritten_in_place(tmp_path: Path) -> None:
+    call = judge_call(tmp_path, ALWAYS_A, swap=True)
+    with Containment() as containment:
+        first = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
+        folder = tmp_path / "run" / first.evidence
+        before = {path.name: path.stat().st_ino for path in folder.iterdir()}
+        judge_sample(call, 0, ARMS, settings(tmp_path), containment)
+
+    after = {path.name: path.stat().st_ino for path in folder.iterdir()}
+    assert set(after) == set(before) >= {"input.json", "output.txt", "input-swapped.json", "judgment.json"}
+    # A new file moved into place has a new inode; a file truncated and rewritten keeps its own.
+    assert [name for name in after if after[name] == before[name]] == []
