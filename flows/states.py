@@ -130,7 +130,7 @@ def flow_state(run: RunResult) -> State[Any]:
 
 def verdict_message(run: RunResult) -> str:
     """``assay verdict FAIL (run ID): failing rows 'a', 'b'``, and the run's error."""
-    parts = [f"assay verdict {run.verdict} (run {run.run_id})"]
+    parts = [f"assay verdict {describe.verdict(run)[0]} (run {run.run_id})"]
     errored = [row for row in run.rows if row.status == "ERR"]
     failed = [row for row in run.rows if row.status == "FAIL"]
     if errored:

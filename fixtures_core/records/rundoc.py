@@ -72,6 +72,11 @@ class RunResult:
         return tuple(row for f in self.fixtures for row in f.rows)
 
     @property
+    def dry_run(self) -> bool:
+        """A dry run: nothing in it was scored (its verdict says only whether its wiring held)."""
+        return bool(self.options.get("dry_run")) or any(suite.dry_run for suite in self.suites)
+
+    @property
     def verdict(self) -> Status:
         """The one verdict. ERR stays ERR. With a baseline it answers "did it regress?" (seed 03):
         a regression or a failed hard ship gate is FAIL, a row that failed in both runs is not.

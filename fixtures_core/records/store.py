@@ -134,6 +134,6 @@ def bless_refusal(run: RunResult) -> str | None:
     """Why a run should not become a baseline, or None."""
     if run.verdict != "PASS":
         return f"its verdict is {run.verdict}"
-    if any(suite.dry_run for suite in run.suites) or run.options.get("dry_run"):
+    if run.dry_run:
         return "it is a dry run (nothing was scored)"
     return None
