@@ -7,8 +7,8 @@
 
 A run folder without ``run.json`` is an incomplete run (killed, or stopped
 at once by a second interrupt): its evidence stays, ``history`` lists it as
-incomplete. File names made from row and baseline names are ``files.slug``s:
-bounded, and never the same for two names.
+incomplete. File names made from row and baseline names come from
+``files.slug``: bounded, and never the same for two names.
 """
 
 from __future__ import annotations
