@@ -386,11 +386,10 @@ def spread(values: Sequence[float]) -> dict[str, float]:
 
 
 def write_json(path: str | Path, document: object) -> Path:
+    from fixtures_core.files import write_json_atomic  # imported where used, as the other assay imports here
+
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(document, indent=1, default=str) + "\n", encoding="utf-8")
-    tmp.replace(target)
+    write_json_atomic(target, document)
     return target
 
 

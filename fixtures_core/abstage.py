@@ -15,7 +15,8 @@ from fixtures_core.analysis.shipgate import JudgeRecord, SuiteOutcome, apply_jud
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.judge import JudgeSettings, rubric_digest
 from fixtures_core.execution.judging import SuiteJudging, judge_suite, new_seed, suites_of
-from fixtures_core.records.rundoc import RunResult, write_text_atomic
+from fixtures_core.files import write_text_atomic
+from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import markdown
 from fixtures_core.results import RowResult, Status, worst
 from fixtures_core.spec import RowSpec

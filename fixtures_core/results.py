@@ -7,7 +7,7 @@ a sample or row passed exactly when its status is PASS.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from fixtures_core.spec import Aggregate, Direction, Threshold
@@ -159,3 +159,11 @@ class RowResult:
     @property
     def passed(self) -> bool:
         return self.status == "PASS"
+
+
+def skipped_if_unrun(row: RowResult) -> RowResult:
+    """``row`` as SKIP, with its samples' reason, when none of its samples ran (each one SKIP, as in
+    a dry run): sample statuses combine under ERR > FAIL > PASS, where a SKIP weighs like a PASS."""
+    if row.status != "PASS" or not row.samples or any(s.status != "SKIP" for s in row.samples):
+        return row
+    return replace(row, status="SKIP", error=row.error or row.samples[0].error)

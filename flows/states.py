@@ -75,9 +75,10 @@ def ran_out_of_time(error: str | None) -> bool:
 
 
 def sample_state(sample: SampleResult) -> State[Any]:
-    """Completed, Failed with the reason, or TimedOut when the row's budget ran out during it."""
+    """Completed for PASS and SKIP (with why it did not run), Failed with the reason, or TimedOut when
+    the row's budget ran out during it."""
     message = "PASS" if sample.passed else f"{sample.status}: {sample_reason(sample)}"
-    return _state(sample.passed, ran_out_of_time(sample.error), _bounded(message), sample)
+    return _state(sample.status in ("PASS", "SKIP"), ran_out_of_time(sample.error), _bounded(message), sample)
 
 
 def sample_reason(sample: SampleResult) -> str:
@@ -135,7 +136,7 @@ def flow_state(run: RunResult) -> State[Any]:
 
 def verdict_message(run: RunResult) -> str:
     """``assay verdict FAIL (run ID): failing rows 'a', 'b'``, and the run's error."""
-    parts = [f"assay verdict {run.verdict} (run {run.run_id})"]
+    parts = [f"assay verdict {describe.verdict(run)[0]} (run {run.run_id})"]
     errored = [row for row in run.rows if row.status == "ERR"]
     failed = [row for row in run.rows if row.status == "FAIL"]
     if errored:

@@ -3,6 +3,14 @@
 A suite is what a run runs again and again: its label, or else its set of
 fixture files. Artifact keys derive from it, so the history of one suite's
 reports never mixes with another's.
+
+``suite_key`` has its own rules rather than ``fixtures_core.files.slug``:
+Prefect accepts only lower-case letters, digits and dashes in an artifact
+key (``slug`` keeps case, dots and underscores), and the key is what people
+read and search in the UI, so it stays readable and the same from run to
+run. Labels that differ only in case or punctuation (``Nightly EU / v2``,
+``nightly-eu-v2``) therefore name one suite; only a key cut to length
+carries a digest.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from fixtures_core.results import (
     RowResult,
     Status,
     combine_outcomes,
+    skipped_if_unrun,
     worst,
 )
 from fixtures_core.spec import MetricSpec, RowSpec
@@ -78,8 +79,9 @@ def finalize_rows(
     k: int | None = None,
     on_row: RowListener | None = None,
 ) -> list[RowResult]:
-    """Every row with its metrics, comparisons and repeat statistics, in spec order."""
-    by_id = {r.id: r for r in results}
+    """Every row with its metrics, comparisons and repeat statistics, in spec order; a row none of
+    whose samples ran (a dry run) is SKIP."""
+    by_id = {r.id: skipped_if_unrun(r) for r in results}
     pairs = [(spec, by_id[spec.id]) for spec in specs if spec.id in by_id]
     extracted = extracted_values(metric_table(results))
     summaries = {spec.id: _summaries(spec, row, extracted) for spec, row in pairs}

@@ -290,7 +290,9 @@ def _case(
         judgments=tuple(judgments),
         error=failed_judgment.error if failed_judgment is not None else _first_error(results, specs),
     )
-    return replace(case, verdict=READY if dry_run and status not in ("SKIP", "ERR") else _verdict(case, pair))
+    # A dry run's case is ready when every arm prepared its workspace (its samples, SKIP, hold the attempts).
+    prepared = dry_run and status != "ERR" and all(results[s.id].samples for s in specs)
+    return replace(case, verdict=READY if prepared else _verdict(case, pair))
 
 
 def _first_error(results: Mapping[str, RowResult], specs: Sequence[RowSpec]) -> str | None:

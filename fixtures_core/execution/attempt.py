@@ -4,14 +4,13 @@ Everything the attempt produced is written to its own evidence folder under
 the run (``attempts/CASE/ARM/SAMPLE/``) and is visible to the row's CEL as
 ``diff``, ``changed_files``, ``verify``, ``verify_score``, ``findings`` and
 ``disqualified``. A dry run prepares the workspace, runs setup and
-verification, and never starts the arm.
+verification, and never starts the arm; its samples are SKIP ("dry run"),
+as is every sample of a row outside an A/B suite, which runs nothing at all.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -20,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fixtures_core.execution.checks import check_sample
+from fixtures_core.execution.checks import check_sample, unrun_sample
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import Execution, execute
 from fixtures_core.execution.workspace import (
@@ -33,10 +32,11 @@ from fixtures_core.execution.workspace import (
     scan,
     verify_score,
 )
+from fixtures_core.files import json_text, slug, write_text_atomic
 from fixtures_core.parsing.suite import WORKSPACE_NAME, workspace_folder
 from fixtures_core.parsing.template import render
 from fixtures_core.redaction import Redactor, redactor
-from fixtures_core.results import Check, SampleResult
+from fixtures_core.results import SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import Attempt, Finding, VerifyResult, matches_case
 
@@ -44,23 +44,19 @@ if TYPE_CHECKING:  # rows calls this module, so it cannot be imported here at ru
     from fixtures_core.execution.rows import RunSettings
 
 ATTEMPTS = "attempts"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+DRY_RUN = "dry run"  # why a sample of a dry run did not run
 
 
 def needs_attempt(row: RowSpec, dry_run: bool) -> bool:
-    """True when a sample of ``row`` runs as an attempt: a suite row with a workspace, or any row of a dry run."""
+    """True when ``run_attempt`` runs a sample of ``row``: a suite row with a workspace, or any row
+    of a dry run (which runs no arm and no row outside a suite)."""
     return dry_run or (row.ab is not None and row.ab.suite.workspace is not None)
 
 
 def attempt_folder(row: RowSpec, index: int) -> str:
-    """Where an attempt's evidence goes, relative to the run folder."""
+    """Where an attempt's evidence goes, relative to the run folder (one folder per case, arm and sample)."""
     case, arm = (row.ab.case, row.ab.arm) if row.ab is not None else (row.name, None)
-    return "/".join([ATTEMPTS, folder_name(case), folder_name(arm or "-"), str(index)])
-
-
-def folder_name(text: str) -> str:
-    """A file-name-safe form of a case or arm name."""
-    return _UNSAFE.sub("_", text).strip("_") or "_"
+    return "/".join([ATTEMPTS, slug(case), slug(arm or "-"), str(index)])
 
 
 def run_attempt(
@@ -79,6 +75,8 @@ def run_attempt(
     The command runs in the workspace (a row's ``cwd`` is relative to it), else in ``cwd``.
     CEL sees the real output; what is written to disk and kept in the record is masked.
     """
+    if settings.dry_run and row.ab is None:
+        return unrun_sample(row, index, "SKIP", DRY_RUN)  # nothing to prepare: no workspace, no command
     relative = attempt_folder(row, index)
     folder = Path(settings.evidence_dir or tempfile.mkdtemp(prefix="assay-evidence-")) / relative
     folder.mkdir(parents=True, exist_ok=True)
@@ -117,17 +115,17 @@ def run_attempt(
 
 @dataclass
 class _Trail:
-    """An attempt's evidence folder: every text written to it is masked first."""
+    """An attempt's evidence folder: every text written to it is masked first, and written atomically."""
 
     folder: Path
     mask: Redactor
     timing: dict[str, float] = field(default_factory=dict)
 
     def text(self, name: str, text: str) -> None:
-        (self.folder / name).write_text(self.mask.text(text), encoding="utf-8")
+        write_text_atomic(self.folder / name, self.mask.text(text))
 
     def json(self, name: str, document: object) -> None:
-        self.text(name, json.dumps(document, indent=1, default=str) + "\n")
+        self.text(name, json_text(document))
 
 
 def _prepare(
@@ -218,15 +216,7 @@ def _finish(
 ) -> SampleResult:
     """Check the sample like any other (with the attempt's CEL variables), attach the record, write result.json."""
     if dry_run and execution.error is None and not execution.timed_out and not execution.cancelled:
-        sample = SampleResult(
-            index=index,
-            status="PASS",
-            duration_ms=0.0,
-            exit_code=None,
-            stdout="",
-            stderr="",
-            command=Check("not_evaluated", "dry run: the arm did not run"),
-        )
+        sample = unrun_sample(row, index, "SKIP", DRY_RUN)
     else:
         sample = check_sample(row, index, execution, tmpdir, values, cel)
     sample = replace(sample, attempt=record)

@@ -13,6 +13,7 @@ import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from fixtures_core.cel import CelValue, Program, compile_expression, declarable_properties, parse_json
 from fixtures_core.durations import format_duration
@@ -20,7 +21,7 @@ from fixtures_core.execution.ansi import ansi_facts
 from fixtures_core.execution.sampling import Execution
 from fixtures_core.limits import LimitExceeded
 from fixtures_core.parsing.builtins import cel_names
-from fixtures_core.results import Check, MetricValue, SampleResult, Status
+from fixtures_core.results import Check, MetricValue, Outcome, SampleResult, Status
 from fixtures_core.spec import RowSpec
 
 FILES_LIMIT = 1024 * 1024
@@ -143,18 +144,24 @@ def _process_error(row: RowSpec, execution: Execution) -> str | None:
 
 def missing_cwd_sample(row: RowSpec, index: int, cwd: str) -> SampleResult:
     """A sample whose working directory does not exist: a FAIL, as in Gavel (the command never ran)."""
-    message = f"cwd {cwd} does not exist"
+    return unrun_sample(row, index, "FAIL", f"cwd {cwd} does not exist")
+
+
+def unrun_sample(row: RowSpec, index: int, status: Literal["FAIL", "ERR", "SKIP"], reason: str) -> SampleResult:
+    """A sample whose command never ran: ``status`` (never PASS) with ``reason`` as its error, and
+    none of its checks or metrics evaluated."""
+    command: Outcome = "fail" if status == "FAIL" else "error" if status == "ERR" else "not_evaluated"
     return SampleResult(
         index=index,
-        status="FAIL",
+        status=status,
         duration_ms=0.0,
         exit_code=None,
         stdout="",
         stderr="",
-        command=Check("fail", message),
+        command=Check(command, reason),
         assertions=Check("not_evaluated", expression=row.expect.cel) if row.expect.cel else None,
         metrics={m.name: MetricValue("not_evaluated") for m in row.metrics},
-        error=message,
+        error=reason,
     )
 
 

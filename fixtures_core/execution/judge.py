@@ -34,9 +34,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
-from fixtures_core.execution.attempt import folder_name
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import execute
+from fixtures_core.files import json_text, slug, write_json_atomic, write_text_atomic
 from fixtures_core.parsing.template import render
 from fixtures_core.results import SampleResult
 from fixtures_core.suite import JudgeSpec
@@ -173,7 +173,7 @@ def judge_sample(
     call: JudgeCall, index: int, arms: Mapping[str, SampleResult], settings: JudgeSettings, containment: Containment
 ) -> Judgment:
     """One judgment (two calls with swap), mapped back to arms; its files under ``judge/CASE/SAMPLE``."""
-    relative = f"{JUDGE_FOLDER}/{folder_name(call.case)}/{index}"
+    relative = f"{JUDGE_FOLDER}/{slug(call.case)}/{index}"
     folder = settings.run_dir / relative
     folder.mkdir(parents=True, exist_ok=True)
     evidence = {arm: candidate(sample, settings.evidence_dir) for arm, sample in arms.items()}
@@ -190,7 +190,7 @@ def judge_sample(
             return _with_base(outcome, base)
         outcomes.append(outcome)
     judgment = _combine(base, outcomes)
-    _write_json(folder / "judgment.json", _judgment_document(judgment, settings.seed))
+    write_json_atomic(folder / "judgment.json", _judgment_document(judgment, settings.seed))
     return judgment
 
 
@@ -229,8 +229,8 @@ def _call(
         "properties": dict(call.properties),
         "candidates": {label: evidence[arm] for label, arm in labels.items()},
     }
-    payload = json.dumps(document, indent=1, default=str).encode("utf-8")
-    (folder / f"input{suffix}.json").write_bytes(payload)
+    payload = json_text(document)
+    write_text_atomic(folder / f"input{suffix}.json", payload)
     env = {**os.environ, "ASSAY_RUN_ID": settings.run_id, "ASSAY_CASE": call.case, "ASSAY_SAMPLE": str(index)}
     done = execute(
         call.argv,
@@ -238,15 +238,15 @@ def _call(
         cwd=call.cwd,
         env=env,
         containment=containment,
-        stdin=payload,
+        stdin=payload.encode("utf-8"),
     )
     stdout = done.stdout.decode("utf-8", "replace")
     stderr = done.stderr.decode("utf-8", "replace")
     output_file = folder / f"output{suffix}.txt"
-    output_file.write_text(stdout, encoding="utf-8")
+    write_text_atomic(output_file, stdout)
     if stderr:
-        (folder / f"stderr{suffix}.txt").write_text(stderr, encoding="utf-8")
-    kept = f"{JUDGE_FOLDER}/{folder_name(call.case)}/{index}/{output_file.name}"
+        write_text_atomic(folder / f"stderr{suffix}.txt", stderr)
+    kept = output_file.relative_to(settings.run_dir).as_posix()
     problem = _process_problem(done.exit_code, done.timed_out, done.cancelled, done.error, call.spec, stderr)
     if problem is None:
         try:
@@ -416,10 +416,6 @@ def _judgment_document(judgment: Judgment, seed: int) -> dict[str, object]:
             for arm, s in judgment.scores.items()
         },
     }
-
-
-def _write_json(path: Path, document: object) -> None:
-    path.write_text(json.dumps(document, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def _excerpt(text: str) -> str:

@@ -8,15 +8,12 @@ and optional parts are omitted when empty.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import platform
-import secrets
 import subprocess
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -27,6 +24,11 @@ from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError
+
+# The atomic writers live in ``fixtures_core.files``; re-exported where callers used to find them.
+from fixtures_core.files import write_atomic as write_atomic
+from fixtures_core.files import write_json_atomic as write_json_atomic
+from fixtures_core.files import write_text_atomic as write_text_atomic
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.shareable import shareable_row
 from fixtures_core.results import RowResult, Status
@@ -68,6 +70,11 @@ class RunResult:
     @property
     def rows(self) -> tuple[RowResult, ...]:
         return tuple(row for f in self.fixtures for row in f.rows)
+
+    @property
+    def dry_run(self) -> bool:
+        """A dry run: nothing in it was scored (its verdict says only whether its wiring held)."""
+        return bool(self.options.get("dry_run")) or any(suite.dry_run for suite in self.suites)
 
     @property
     def verdict(self) -> Status:
@@ -305,30 +312,6 @@ def _hints(cls: type) -> dict[str, Any]:
     if cls not in _HINTS:
         _HINTS[cls] = get_type_hints(cls)
     return _HINTS[cls]
-
-
-# --- files ----------------------------------------------------------------------
-
-
-def write_json_atomic(path: Path, document: object) -> None:
-    """Write JSON so that readers see the old file or the new one, never half of one."""
-    write_text_atomic(path, json.dumps(document, indent=1, default=str) + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file atomically (see ``write_atomic``)."""
-    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # two writers never share one
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def load_run(path: str | Path) -> RunResult:

@@ -7,17 +7,13 @@
 
 A run folder without ``run.json`` is an incomplete run (killed, or stopped
 at once by a second interrupt): its evidence stays, ``history`` lists it as
-incomplete. File names made from row and baseline names are bounded
-(``MAX_SLUG``) and never collide: a name that had to be changed or cut
-carries a digest of the original.
+incomplete. File names made from row and baseline names come from
+``files.slug``: bounded, and never the same for two names.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import secrets
 import shutil
 from dataclasses import dataclass
@@ -25,36 +21,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fixtures_core.errors import BaselineError, UsageError
-from fixtures_core.records.rundoc import RunResult, encode, load_run, to_document, write_json_atomic
+from fixtures_core.files import MAX_SLUG as MAX_SLUG  # re-exported: callers found the slug rules here
+from fixtures_core.files import append_json_line, write_atomic, write_json_atomic
+from fixtures_core.files import slug as slug
+from fixtures_core.records.rundoc import RunResult, encode, load_run, to_document
 from fixtures_core.results import RowResult, SampleResult
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-MAX_SLUG = 80  # characters of a name kept in a file name (file names may hold 255 bytes)
-
-
-def append_line(path: Path, document: object) -> None:
-    """Append one JSON line with a single write: a crash leaves whole lines and at most
-    one torn last line, which readers skip."""
-    data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(descriptor, data)
-    finally:
-        os.close(descriptor)
 
 
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time and a short random suffix."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def slug(text: str) -> str:
-    """A file-name-safe, bounded form of a name; two different names never give the same slug."""
-    safe = _UNSAFE.sub("_", text).strip("_.")
-    if safe == text and len(safe) <= MAX_SLUG:
-        return safe
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{safe[:MAX_SLUG]}-{digest}" if safe else digest
 
 
 @dataclass(frozen=True)
@@ -85,7 +61,7 @@ class Store:
 
     def write_sample(self, run_id: str, row_index: int, row_name: str, sample: SampleResult) -> None:
         """Append one finished sample's evidence to its row's file, as soon as it exists."""
-        append_line(self.evidence_file(run_id, row_index, row_name), {"sample": encode(sample)})
+        append_json_line(self.evidence_file(run_id, row_index, row_name), {"sample": encode(sample)})
 
     def write_row(self, run_id: str, row_index: int, row: RowResult) -> None:
         """Close a row's evidence with its raw result: its samples' verdict before finalize
@@ -94,7 +70,7 @@ class Store:
         document = encode(row)
         assert isinstance(document, dict)
         document["samples"] = len(row.samples)
-        append_line(self.evidence_file(run_id, row_index, row.name), {"raw_row": document})
+        append_json_line(self.evidence_file(run_id, row_index, row.name), {"raw_row": document})
 
     def write_run(self, run: RunResult) -> Path:
         """Write ``run.json`` and point ``latest.json`` at it; return the run file."""
@@ -105,13 +81,7 @@ class Store:
 
     def _link_latest(self, path: Path) -> None:
         """``latest.json`` is a hard link to the newest run file: a full run document, no second copy."""
-        tmp = self.latest.with_name(f".latest.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # runs may close at once
-        tmp.unlink(missing_ok=True)
-        try:
-            os.link(path, tmp)
-        except OSError:  # a file system without hard links gets a copy
-            shutil.copyfile(path, tmp)
-        tmp.replace(self.latest)
+        write_atomic(self.latest, lambda tmp: _link_or_copy(path, tmp))  # runs may close at once
 
     def resolve_run(self, reference: str) -> Path:
         """A run file from a path, a run id, a baseline name, or ``latest``."""
@@ -153,10 +123,17 @@ class Store:
         return sorted((p / "run.json" for p in folder.iterdir() if p.is_dir()), reverse=True)
 
 
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # a file system without hard links gets a copy
+        shutil.copyfile(source, target)
+
+
 def bless_refusal(run: RunResult) -> str | None:
     """Why a run should not become a baseline, or None."""
     if run.verdict != "PASS":
         return f"its verdict is {run.verdict}"
-    if any(suite.dry_run for suite in run.suites) or run.options.get("dry_run"):
+    if run.dry_run:
         return "it is a dry run (nothing was scored)"
     return None

@@ -13,7 +13,7 @@ from typing import Literal
 
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.results import MetricSummary, RowResult
+from fixtures_core.results import MetricSummary, RowResult, Status
 
 _EXCERPT_LINES = 4
 _EXCERPT_CHARS = 300
@@ -22,8 +22,8 @@ MarkKind = Literal["informational", "fail", "error", "not_evaluated", "ok"]
 
 
 def median_duration_ms(row: RowResult) -> float | None:
-    """Median wall time of a row's samples."""
-    durations = [s.duration_ms for s in row.samples]
+    """Median wall time of the samples of a row that ran."""
+    durations = [s.duration_ms for s in row.samples if s.status != "SKIP"]
     return statistics.median(durations) if durations else None
 
 
@@ -188,10 +188,19 @@ def suite_lines(run: RunResult) -> list[str]:
     return lines
 
 
+def verdict(run: RunResult) -> tuple[str, Status]:
+    """The run's verdict as reports show it, and the status whose colour it takes: a dry run that
+    did not err is ``DRY RUN`` in the colour of SKIP, never a green PASS of what did not run."""
+    if run.dry_run and run.verdict == "PASS":
+        return "DRY RUN", "SKIP"
+    return run.verdict, run.verdict
+
+
 def counts(run: RunResult) -> str:
     """Rows by status and the number of samples."""
     s = run.summary
-    return f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
+    told = f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
+    return told + ("; nothing was scored" if run.dry_run else "")
 
 
 def comparison_verdict(run: RunResult) -> str | None:

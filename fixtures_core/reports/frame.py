@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from fixtures_core.analysis.finalize import metric_table
 from fixtures_core.errors import UsageError
-from fixtures_core.records.rundoc import RunResult, write_atomic
+from fixtures_core.files import write_atomic
+from fixtures_core.records.rundoc import RunResult
 
 if TYPE_CHECKING:  # imported where it is used, as in finalize: most commands never write a frame
     import pandas as pd

@@ -57,7 +57,7 @@ def html(run: RunResult) -> str:
         '<p class="muted">Written by assay '
         f"{escape(str(run.environment.get('assay_version', '')))}; one file, no script, no network.</p>",
     ]
-    title = f"assay {run.verdict}: {run.run_id}"
+    title = f"assay {describe.verdict(run)[0]}: {run.run_id}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -74,6 +74,7 @@ _SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", 
 
 def _header(run: RunResult) -> str:
     s = run.summary
+    shown, colour = describe.verdict(run)
     label = f" <span class='muted'>[{escape(run.label)}]</span>" if run.label else ""
     counts = (
         f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; "
@@ -89,7 +90,7 @@ def _header(run: RunResult) -> str:
     facts += [(f"--{k.replace('_', '-')}", _option(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
     parts = [
         f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
-        f'<p><span id="verdict" class="badge verdict {run.verdict}">{run.verdict}</span> {escape(counts)}'
+        f'<p><span id="verdict" class="badge verdict {colour}">{shown}</span> {escape(counts)}'
         f"{escape(_comparison_verdict(run))}</p>",
     ]
     if run.error:

@@ -20,7 +20,7 @@ from fixtures_core.reports.comparison import text_lines
 def render(run: RunResult, document: str | Path | None = None) -> str:
     """The whole report of ``run`` as Markdown; ``document`` is the run document's path, when known."""
     label = f" [{run.label}]" if run.label else ""
-    lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict}**", ""]
+    lines = [f"# assay run `{run.run_id}`{label}: **{describe.verdict(run)[0]}**", ""]
     lines += rows_table(run)
     metrics = metrics_table(run)
     if metrics:
@@ -94,7 +94,7 @@ def failure_section(failure: describe.Failure) -> list[str]:
 def verdict_line(run: RunResult) -> str:
     """The run's verdict, row counts and, when compared, whether it regressed."""
     compared = describe.comparison_verdict(run)
-    return f"**{run.verdict}** {describe.counts(run)}" + (f"; {compared}" if compared else "")
+    return f"**{describe.verdict(run)[0]}** {describe.counts(run)}" + (f"; {compared}" if compared else "")
 
 
 def _row(*cells: str) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixtures_core.errors import AssayError, UsageError
-from fixtures_core.records.rundoc import RunResult, write_text_atomic
+from fixtures_core.files import write_text_atomic
+from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import markdown
 from fixtures_core.reports.frame import check_frame_path, write_frame
 from fixtures_core.reports.html import html

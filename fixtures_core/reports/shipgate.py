@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.text import Text
 
 from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
+from fixtures_core.results import Status
 
-_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta"}
+_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _GATE_MARK = {"pass": "ok", "fail": "FAILED", "error": "ERROR", "not_evaluated": "-"}
 
 
@@ -129,7 +130,15 @@ def text_lines(suite: SuiteOutcome) -> list[str]:
 
 
 def verdict_text(suite: SuiteOutcome) -> str:
-    return f"SHIP-GATE VERDICT: {'DRY RUN ' if suite.dry_run else ''}{suite.verdict}"
+    """``SHIP-GATE VERDICT: PASS``; a dry run's says ``DRY RUN`` (nothing was scored), ``DRY RUN ERR`` when it erred."""
+    return f"SHIP-GATE VERDICT: {_verdict_shown(suite)[0]}"
+
+
+def _verdict_shown(suite: SuiteOutcome) -> tuple[str, Status]:
+    """The suite's verdict as shown, and the status whose colour it takes (a dry run is never a green PASS)."""
+    if not suite.dry_run:
+        return suite.verdict, suite.verdict
+    return ("DRY RUN", "SKIP") if suite.verdict == "PASS" else (f"DRY RUN {suite.verdict}", suite.verdict)
 
 
 def render(suite: SuiteOutcome, console: Console) -> None:
@@ -138,7 +147,7 @@ def render(suite: SuiteOutcome, console: Console) -> None:
     for line in text_lines(suite):
         style = "yellow" if line.startswith("WARNING") else "magenta" if line.startswith("ERR ") else ""
         console.print(Text(line, style=style), soft_wrap=True)
-    console.print(Text(verdict_text(suite), style=_STYLE[suite.verdict] + " bold"))
+    console.print(Text(verdict_text(suite), style=_STYLE[_verdict_shown(suite)[1]] + " bold"))
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:

@@ -97,7 +97,8 @@ def render_failure(failure: describe.Failure, console: Console) -> None:
 
 def verdict_line(run: RunResult) -> Text:
     """The last line: the run's status and counts."""
-    text = Text(f"\n{run.verdict}", style=_STYLE[run.verdict] + " bold")
+    shown, colour = describe.verdict(run)
+    text = Text(f"\n{shown}", style=_STYLE[colour] + " bold")
     text.append(f"  {describe.counts(run)}")
     compared = describe.comparison_verdict(run)
     if compared:
@@ -130,6 +131,7 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
             continue
         counted = run.summary.counted
         rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
-        verdict = Text(run.verdict, style=_STYLE[run.verdict])
+        shown, colour = describe.verdict(run)
+        verdict = Text(shown, style=_STYLE[colour])
         table.add_row(run.run_id, run.label or "", run.started_at, verdict, str(run.summary.rows), rate)
     console.print(table)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import ast
+import os
 import pkgutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
 
 import fixtures_core
 
 PACKAGE_DIR = Path(fixtures_core.__file__).parent
+REPO = PACKAGE_DIR.parent
 
 # Rooms of the domain in the order data flows through a run: a module may import
 # its own room and the rooms before it, never a later one. A new room gets a rank here.
 RANKS = {
     "errors": 0, "durations": 0, "spec": 0, "results": 0, "cel": 0, "limits": 0, "redaction": 0, "suite": 0,
+    "files": 0,
     "parsing": 1,
     "execution": 2,
     "analysis": 3,
@@ -107,3 +113,21 @@ def test_public_api_is_sorted_and_importable() -> None:
     assert fixtures_core.__all__ == sorted(fixtures_core.__all__)
     for name in fixtures_core.__all__:
         assert getattr(fixtures_core, name) is not None
+
+
+def test_the_wheel_holds_every_subpackage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The packages setuptools puts in the wheel, read from pyproject.toml as a build reads it."""
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    monkeypatch.chdir(REPO)  # package discovery is relative to the project folder
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # setuptools calls [tool.setuptools] "beta"
+        built = apply_configuration(Distribution(), REPO / "pyproject.toml").packages
+    folders = [
+        Path(folder).relative_to(REPO)
+        for top in ("fixtures_core", "flows")
+        for folder, _dirs, files in os.walk(REPO / top)
+        if "__init__.py" in files
+    ]
+    assert sorted(built) == sorted(".".join(folder.parts) for folder in folders)

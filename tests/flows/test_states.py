@@ -38,6 +38,12 @@ def test_a_sample_that_ran_out_of_time_is_timed_out() -> None:
     assert state.is_failed() and state.name == "TimedOut" and "budget ran out" in (state.message or "")
 
 
+def test_a_sample_that_did_not_run_is_completed_and_says_why() -> None:
+    unrun = sample(0, "SKIP", exit_code=None, command=Check("not_evaluated", "dry run"), error="dry run")
+    state = sample_state(unrun)
+    assert state.is_completed() and state.message == "SKIP: dry run"
+
+
 def test_rows_say_how_many_samples_passed_and_why_they_failed() -> None:
     flaky = row("FAIL", (sample(0), sample(1, "FAIL", assertions=Check("fail", expression="json.ok"))))
     assert row_message(flaky) == "FAIL: 1/2 samples passed; CEL json.ok false on samples 1"

@@ -302,7 +302,10 @@ def test_dry_run_runs_setup_and_verify_and_never_the_arms(tmp_path: Path) -> Non
     assert code == 0, stdout
     assert project.count("arm") == 0
     assert project.count("setup") == 6 and project.count("verify") == 6
-    assert "SHIP-GATE VERDICT: DRY RUN PASS" in stdout
+    assert "SHIP-GATE VERDICT: DRY RUN\n" in stdout
+    assert stdout.splitlines()[-1].startswith("DRY RUN  0 passed, 0 failed, 0 errored, 6 skipped;")
+    arms = [(row["status"], row.get("error")) for f in project.latest()["fixtures"] for row in f["rows"]]
+    assert arms == [("SKIP", "dry run")] * 6
     assert not list((tmp_path / ".assay" / "runs").glob("*/judge")), "the judge never ran"
 
 

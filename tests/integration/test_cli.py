@@ -32,6 +32,28 @@ def test_passing_example_exits_zero(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_a_dry_run_of_a_matrix_runs_nothing_and_never_says_pass(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    fixture = tmp_path / "plain.md"
+    fixture.write_text(
+        "---\nrepeat: 3\n---\n\n| Name | Command | CEL |\n|---|---|---|\n"
+        f"| touches | `touch {marker}` | `exitCode == 0` |\n"
+    )
+    summary = tmp_path / "summary.md"
+    args = [str(fixture), "--dry-run", "--engine", "local", "--out", str(tmp_path), "--summary", str(summary)]
+
+    done = run_cli(args, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stdout + done.stderr  # a dry run that did not err exits 0
+    assert not marker.exists()
+    verdict = done.stdout.splitlines()[-1]
+    assert verdict == "DRY RUN  0 passed, 0 failed, 0 errored, 1 skipped; 3 samples; nothing was scored"
+    assert summary.read_text().startswith("# assay run `") and ": **DRY RUN**\n" in summary.read_text()
+    (row,) = json.loads((tmp_path / "latest.json").read_text())["fixtures"][0]["rows"]
+    assert (row["status"], row["error"], "stochastic" in row) == ("SKIP", "dry run", False)
+    assert {sample["status"] for sample in row["samples"]} == {"SKIP"}
+
+
 def test_cel_compile_error_stops_before_any_command_runs(tmp_path: Path) -> None:
     marker = tmp_path / "ran.txt"
     fixture = tmp_path / "bad.md"

@@ -257,6 +257,22 @@ def test_skipped_baseline_row_is_named_as_skipped() -> None:
     assert done.status == "ERR"
 
 
+def test_a_row_none_of_whose_samples_ran_is_finalized_as_skipped() -> None:
+    row = spec("dry", ms_metric())
+    unrun = tuple(
+        SampleResult(i, "SKIP", 0.0, None, "", "", Check("not_evaluated", "dry run"), error="dry run",
+                     metrics={"ms": MetricValue("not_evaluated")})
+        for i in range(3)
+    )  # fmt: skip
+    raw = replace(result(row, []), samples=unrun, status="PASS")  # as run_row combines SKIP samples
+
+    (done,) = finalize_rows([row], [raw])
+
+    assert (done.status, done.error) == ("SKIP", "dry run")
+    assert done.metrics == {} and done.stochastic is None  # nothing to aggregate, no pass@k of samples not run
+    assert summarize([done]).skipped == 1
+
+
 def test_baseline_without_complete_values_is_not_compared() -> None:
     cur = finalize_pair([100, None, 100], [1000, 1000, 1000])
     comparison = cur.metrics["ms"].comparison

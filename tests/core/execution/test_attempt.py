@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from fixtures_core.execution.containment import Containment
@@ -132,7 +133,7 @@ def test_a_dry_run_prepares_sets_up_and_verifies_but_never_runs_the_arm(tmp_path
 
     result = run(row, tmp_path, dry_run=True)
 
-    assert result.status == "PASS"
+    assert [(s.status, s.error, s.passed) for s in result.samples] == [("SKIP", "dry run", False)] * 2
     assert not arm_counter.exists()
     assert len(lines(setup_counter)) == len(lines(verify_counter)) == 2
     attempt = result.samples[0].attempt
@@ -212,3 +213,66 @@ def test_secrets_are_masked_in_the_evidence_but_cel_sees_them(tmp_path: Path) ->
         assert secret not in text, name
     assert "+[REDACTED]" in (folder / "diff.patch").read_text()
     assert secret not in result.samples[0].stdout
+
+
+def test_cases_whose_names_differ_only_in_unsafe_characters_keep_their_own_evidence(tmp_path: Path) -> None:
+    rows = suite_rows(
+        tmp_path,
+        """
+        exec: bash
+        args: ["-c", "echo $ASSAY_ROW > who.txt"]
+        arms: {variant: {}, bare: {}}
+        workspace: repo
+        """,
+        "| Name |\n|---|\n| a b |\n| a_b |\n| a/b |\n",
+    )
+
+    results = [run(row, tmp_path) for row in rows]
+
+    folders = {}
+    for result in results:
+        attempt = result.samples[0].attempt
+        assert result.status == "PASS" and attempt is not None, result.error
+        folders[attempt.evidence] = (tmp_path / "run" / attempt.evidence / "diff.patch").read_text()
+    assert len(folders) == 6  # three cases x two arms, each in its own folder
+    for result, (folder, diff) in zip(results, folders.items(), strict=True):
+        assert f"+{result.name}\n" in diff, folder
+
+
+def test_evidence_files_are_replaced_whole_never_rewritten_in_place(tmp_path: Path) -> None:
+    (row,) = suite_rows(
+        tmp_path,
+        """
+        exec: bash
+        args: ["-c", "echo done > out.txt; echo said"]
+        workspace: repo
+        setup: echo prepared
+        verify:
+          - test -f out.txt
+        """,
+    )
+    first = run(row, tmp_path)
+    attempt = first.samples[0].attempt
+    assert attempt is not None
+    folder = tmp_path / "run" / attempt.evidence
+    before = {path.name: path.stat().st_ino for path in folder.iterdir()}
+
+    run(row, tmp_path)  # the same attempt again, into the same folder
+
+    after = {path.name: path.stat().st_ino for path in folder.iterdir()}
+    assert set(after) == set(before) >= {"command.json", "stdout.txt", "diff.patch", "verify.json", "result.json"}
+    # A new file moved into place has a new inode; a file truncated and rewritten keeps its own.
+    assert [name for name in after if after[name] == before[name]] == []
+
+
+def test_a_dry_run_runs_nothing_of_a_row_outside_a_suite(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    fixture = tmp_path / "plain.md"
+    fixture.write_text(f"| Name | Command | CEL |\n|---|---|---|\n| plain | `touch {marker}` | `exitCode == 0` |\n")
+    (row,) = parse_file(fixture).rows
+
+    result = run(replace(row, repeat=3), tmp_path, dry_run=True)
+
+    assert [(s.status, s.error, s.command.status) for s in result.samples] == [("SKIP", "dry run", "not_evaluated")] * 3
+    assert not marker.exists()
+    assert not (tmp_path / "run").exists(), "no attempt folder for a row that prepares nothing"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.execution import checks
-from fixtures_core.execution.checks import SampleFiles, check_sample, read_files, row_programs
+from fixtures_core.execution.checks import SampleFiles, check_sample, read_files, row_programs, unrun_sample
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.execution.sampling import Execution, execute
@@ -453,3 +453,19 @@ def test_a_metric_beyond_a_double_is_an_extraction_error_of_that_sample() -> Non
     assert sample.status == "ERR"
     assert sample.metrics["m"].status == "error"
     assert sample.metrics["m"].error == "sample 0: json.m gave inf, not a finite number"
+
+
+# --- samples that never ran ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("status", "command"), [("SKIP", "not_evaluated"), ("FAIL", "fail"), ("ERR", "error")])
+def test_a_sample_that_never_ran_checks_nothing_and_says_why(status: str, command: str) -> None:
+    row = make_row(cel="json.ok", metrics=[metric("tokens", "json.n")])
+
+    sample = unrun_sample(row, 3, status, "dry run")  # type: ignore[arg-type]
+
+    assert (sample.index, sample.status, sample.passed, sample.error) == (3, status, False, "dry run")
+    assert (sample.command.status, sample.command.error) == (command, "dry run")
+    assert sample.assertions is not None and sample.assertions.status == "not_evaluated"
+    assert sample.metrics == {"tokens": MetricValue("not_evaluated")}
+    assert (sample.exit_code, sample.duration_ms, sample.stdout, sample.stderr) == (None, 0.0, "", "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,31 @@ def test_the_provenance_command_is_recorded(tmp_path: Path, containment: Contain
     assert provenance_of(spec, str(tmp_path), containment) == "judge-model 4.2\nmore"
     failing = JudgeSpec(command=("true",), line=1, provenance="echo nope >&2; exit 3")
     assert provenance_of(failing, str(tmp_path), containment) == "provenance command failed (exit code 3): nope"
+
+
+def test_cases_whose_names_differ_only_in_unsafe_characters_keep_their_own_judge_files(tmp_path: Path) -> None:
+    call = judge_call(tmp_path, ALWAYS_A)
+    cases = ["a b", "a_b", "a/b"]
+
+    with Containment() as containment:
+        judgments = [judge_sample(replace(call, case=case), 0, ARMS, settings(tmp_path), containment) for case in cases]
+
+    assert len({j.evidence for j in judgments}) == 3, [j.evidence for j in judgments]
+    for case, judgment in zip(cases, judgments, strict=True):
+        assert judgment.error is None, judgment.error
+        sent = json.loads((tmp_path / "run" / judgment.evidence / "input.json").read_text())
+        assert sent["row"] == case
+
+
+def test_judge_files_are_replaced_whole_never_rewritten_in_place(tmp_path: Path) -> None:
+    call = judge_call(tmp_path, ALWAYS_A, swap=True)
+    with Containment() as containment:
+        first = judge_sample(call, 0, ARMS, settings(tmp_path), containment)
+        folder = tmp_path / "run" / first.evidence
+        before = {path.name: path.stat().st_ino for path in folder.iterdir()}
+        judge_sample(call, 0, ARMS, settings(tmp_path), containment)
+
+    after = {path.name: path.stat().st_ino for path in folder.iterdir()}
+    assert set(after) == set(before) >= {"input.json", "output.txt", "input-swapped.json", "judgment.json"}
+    # A new file moved into place has a new inode; a file truncated and rewritten keeps its own.
+    assert [name for name in after if after[name] == before[name]] == []

@@ -14,32 +14,10 @@ from rich.console import Console
 
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.records.rundoc import load_run, to_document
-from fixtures_core.records.store import MAX_SLUG, Store, bless_refusal, slug
+from fixtures_core.records.store import Store, bless_refusal
 from fixtures_core.reports import terminal
 from tests.core.records.test_rundoc import small_run
 from tests.suites import EXAMPLE_SUITE, run_in_process
-
-
-def test_a_safe_short_name_is_its_own_slug() -> None:
-    assert slug("CLI-high_2.v1") == "CLI-high_2.v1"
-
-
-def test_names_that_differ_never_share_a_slug() -> None:
-    names = ["a/b", "a_b", "a b", "a:b", "a\\b", "..", ".", "", "ä", "a/b/", "_a_b_"]
-    slugs = [slug(name) for name in names]
-    assert len(set(slugs)) == len(names), slugs
-
-
-def test_a_long_name_is_cut_and_keeps_a_digest() -> None:
-    long = "n" * 300
-    assert len(slug(long)) <= MAX_SLUG + 13
-    assert slug(long) != slug(long + "x") != slug("n" * 299)
-
-
-def test_slugs_never_leave_the_folder_or_hide() -> None:
-    for name in ["..", "../x", ".hidden", "/etc/passwd", "a\0b"]:
-        made = slug(name)
-        assert "/" not in made and not made.startswith(".") and "\0" not in made
 
 
 def test_a_sample_of_a_row_with_a_300_character_name_is_recorded(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""Files a run writes: safe names for them, and writes a crash never leaves half done.
+
+Every room writes evidence (attempts and judgments in ``execution``, run
+documents and evidence lines in ``records``, report files in ``reports``), so
+these live in the vocabulary, where each of them can import them.
+
+- ``slug``: a file name from a row, case, arm or baseline name; bounded
+  (``MAX_SLUG``), and two different names never share one: a name that had
+  to be changed or cut carries a digest of the original.
+- ``write_atomic`` and its text and JSON forms: readers see the old file or
+  the new one, never a part of one.
+- ``append_json_line``: one JSON line appended with a single write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+MAX_SLUG = 80  # characters of a name kept in a file name (file names may hold 255 bytes)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(text: str) -> str:
+    """A file-name-safe, bounded form of a name; two different names never give the same slug."""
+    safe = _UNSAFE.sub("_", text).strip("_.")
+    if safe == text and len(safe) <= MAX_SLUG:
+        return safe
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{safe[:MAX_SLUG]}-{digest}" if safe else digest
+
+
+def json_text(document: object) -> str:
+    """The JSON files of a run as people read them: indented, one value per line, a final newline."""
+    return json.dumps(document, indent=1, default=str) + "\n"
+
+
+def write_json_atomic(path: Path, document: object) -> None:
+    """Write ``json_text(document)`` atomically (see ``write_atomic``)."""
+    write_text_atomic(path, json_text(document))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a UTF-8 text file atomically (see ``write_atomic``)."""
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # two writers never share one
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def append_json_line(path: Path, document: object) -> None:
+    """Append one compact JSON line with a single write: a crash leaves whole lines and at most
+    one torn last line, which readers skip. A short write (a full disk) raises OSError."""
+    data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
+    if written != len(data):
+        raise OSError(f"{path}: wrote {written} of {len(data)} bytes of an evidence line (is the disk full?)")

@@ -1,0 +1,92 @@
+"""Safe file names and writes a crash never leaves half done (``fixtures_core.files``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures_core.files import MAX_SLUG, append_json_line, slug, write_atomic, write_json_atomic, write_text_atomic
+
+
+def test_a_safe_short_name_is_its_own_slug() -> None:
+    assert slug("CLI-high_2.v1") == "CLI-high_2.v1"
+
+
+def test_names_that_differ_never_share_a_slug() -> None:
+    names = ["a/b", "a_b", "a b", "a:b", "a\\b", "..", ".", "", "ä", "a/b/", "_a_b_", "-"]
+    slugs = [slug(name) for name in names]
+    assert len(set(slugs)) == len(names), slugs
+
+
+def test_a_long_name_is_cut_and_keeps_a_digest() -> None:
+    long = "n" * 300
+    assert len(slug(long)) <= MAX_SLUG + 13
+    assert slug(long) != slug(long + "x") != slug("n" * 299)
+
+
+def test_slugs_never_leave_the_folder_or_hide() -> None:
+    for name in ["..", "../x", ".hidden", "/etc/passwd", "a\0b"]:
+        made = slug(name)
+        assert "/" not in made and not made.startswith(".") and "\0" not in made
+
+
+def test_an_atomic_write_replaces_the_file_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "new" / "run.json"
+    write_json_atomic(target, {"b": 1, "a": [1, 2]})
+    write_text_atomic(tmp_path / "report.md", "# report\n")
+
+    assert json.loads(target.read_text()) == {"b": 1, "a": [1, 2]}
+    assert target.read_text().endswith("\n")
+    assert (tmp_path / "report.md").read_text() == "# report\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["new", "report.md", "run.json"]
+
+
+def test_a_write_that_fails_keeps_the_old_file_whole(tmp_path: Path) -> None:
+    target = tmp_path / "run.json"
+    write_json_atomic(target, {"old": True})
+
+    def half_then_crash(tmp: Path) -> None:
+        tmp.write_text('{"new": tr')
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        write_atomic(target, half_then_crash)
+
+    assert json.loads(target.read_text()) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_json_lines_are_appended_whole_and_compact(tmp_path: Path) -> None:
+    path = tmp_path / "row.jsonl"
+    append_json_line(path, {"sample": {"index": 0, "stdout": "a\nb"}})
+    append_json_line(path, {"raw_row": {"path": tmp_path}})
+
+    lines = path.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"sample": {"index": 0, "stdout": "a\nb"}},
+        {"raw_row": {"path": str(tmp_path)}},
+    ]
+    assert " " not in lines[0]
+
+
+def test_a_short_write_of_a_json_line_is_an_error(tmp_path: Path) -> None:
+    # A file-size limit makes the kernel write only the bytes below it (as a full disk would).
+    code = f"""
+import resource, signal, sys
+from pathlib import Path
+from fixtures_core.files import append_json_line
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (10, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    append_json_line(Path({str(tmp_path / "row.jsonl")!r}), {{"sample": "x" * 40}})
+except OSError as exc:
+    sys.exit(str(exc))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 1  # {"sample":"x...x"}\n: 1 + 8 + 1 + 42 + 1 + 1 = 54 bytes
+    assert "wrote 10 of 54 bytes of an evidence line (is the disk full?)" in done.stderr
