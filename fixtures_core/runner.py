@@ -408,11 +408,7 @@ def complete(
             run = _finalized(recorder, options, rows, error, baseline, containment, rejudging)
     except Exception as exc:
         failure = f"finalize failed: {type(exc).__name__}: {exc}"
-        counts = Summary(
-            rows=len(rows), passed=sum(r.status == "PASS" for r in rows), failed=sum(r.status == "FAIL" for r in rows),
-            errored=sum(r.status == "ERR" for r in rows), skipped=sum(r.status == "SKIP" for r in rows),
-            samples=sum(len(r.samples) for r in rows),
-        )  # fmt: skip
+        counts = Summary.of(rows)
         as_ran = [shareable_row(row, recorder.evidence_of(row)) for row in rows]
         run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
     record(run, options, step_summary_file(), recorder.store)

@@ -59,7 +59,7 @@ class MatrixParameters(BaseModel):
     tolerance: float = Field(
         0.0, ge=0, le=1, description="Allowed drop of suite rates, 0 to 1; a row going pass -> fail always gates."
     )
-    tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run and its tasks.")
+    tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run.")
 
     @classmethod
     def parse(cls, value: MatrixParameters | Mapping[str, Any]) -> MatrixParameters:

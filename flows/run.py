@@ -14,7 +14,6 @@ if __name__ == "__main__":  # ``python -m flows.run``: an interrupt during the s
     guard_start_up()
 
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -29,11 +28,12 @@ from rich.console import Console
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
+from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, bless_refusal, new_run_id
 from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
-from fixtures_core.reports.outputs import ReportFiles, step_summary_file
+from fixtures_core.reports.outputs import ReportFiles, check_writable, step_summary_file
 from fixtures_core.reports.progress import Progress
 from fixtures_core.runner import RunOptions, plan, record, resume_options
 from fixtures_core.spec import Matrix
@@ -169,8 +169,9 @@ def run_command(
 
 
 def _check_json_path(json_path: Path | None) -> None:
-    if json_path is not None and json_path.is_dir():
-        raise UsageError(f"--json {json_path} is a folder: give a file path")
+    """``--json`` must be writable before anything runs: a run must never end unable to say what it found."""
+    if json_path is not None:
+        check_writable("--json", json_path)
 
 
 def _report(run: RunResult, json_path: Path | None, links: Sequence[str] = ()) -> None:
@@ -244,7 +245,7 @@ def _write_json_copy(path: Path, run: RunResult) -> None:
     """``--json FILE``: the run document there too (the run itself is recorded already)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(to_document(run), indent=1, default=str) + "\n", encoding="utf-8")
+        write_json_atomic(path, to_document(run))
     except OSError as exc:
         raise AssayError(f"--json {path}: cannot write the run document: {exc.strerror or exc}") from None
 

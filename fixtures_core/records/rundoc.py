@@ -8,7 +8,9 @@ and optional parts are omitted when empty.
 from __future__ import annotations
 
 import dataclasses
+import json
 import platform
+import re
 import subprocess
 import sys
 import types
@@ -233,6 +235,9 @@ def _cut(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_@.-]+")
+
+
 class _Malformed(ValueError):
     """A value of the wrong shape, and where it is (``fixtures[0].rows[2].status``)."""
 
@@ -280,7 +285,7 @@ def _decode(value: object, hint: Any, where: str = "") -> object:
         if not isinstance(value, Mapping):
             raise _Malformed(where, f"expected an object, got {_type(value)}")
         _key, item_hint = get_args(hint) or (str, Any)
-        return {k: _decode(v, item_hint, f"{where}.{k}") for k, v in value.items()}
+        return {k: _decode(v, item_hint, _member(where, k)) for k, v in value.items()}
     if hint in (int, float, str, bool):
         if hint is float and isinstance(value, int) and not isinstance(value, bool):
             try:
@@ -290,6 +295,13 @@ def _decode(value: object, hint: Any, where: str = "") -> object:
         if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
             raise _Malformed(where, f"expected {hint.__name__}, got {_type(value)} {_short(value)}")
     return value
+
+
+def _member(where: str, key: object) -> str:
+    """``where.key``, or ``where["a key"]`` (JSON-escaped) for a key that is not a plain name: an error
+    message stays one line whatever the document's keys hold."""
+    text = str(key)
+    return f"{where}.{text}" if _PLAIN_KEY.fullmatch(text) else f"{where}[{json.dumps(text)}]"
 
 
 def _type(value: object) -> str:

@@ -9,6 +9,7 @@ atomically once the run document exists. With ``GITHUB_STEP_SUMMARY`` set
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ class ReportFiles:
             check_writable(f"--{name}", Path(path))
         if self.frame is not None:
             check_frame_path(self.frame)
+        step_summary = step_summary_file()
+        if step_summary is not None:
+            check_appendable(f"${STEP_SUMMARY}", Path(step_summary))
 
     def write(self, run: RunResult, step_summary: str | None = None) -> list[Path]:
         """Write every report asked for, and append the summary to ``step_summary`` (a GitHub
@@ -82,9 +86,22 @@ def append_step_summary(run: RunResult, path: Path) -> None:
 
 
 def check_writable(option: str, path: Path) -> None:
-    """Raise UsageError unless ``path`` can be created as a file."""
+    """Raise UsageError unless a file can be created at ``path``: its folder is made now and a
+    file is created there and removed (permission bits say too little: root, read-only mounts, /proc)."""
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder: give a file path")
-    folder = next((p for p in path.absolute().parents if p.exists()), None)
-    if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: cannot create a file under {folder}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".assay-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot create a file there: {exc.strerror or exc}") from None
+
+
+def check_appendable(option: str, path: Path) -> None:
+    """Raise UsageError unless ``path`` can be appended to (created if missing, never truncated)."""
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot append to it: {exc.strerror or exc}") from None

@@ -88,6 +88,25 @@ def test_json_option_writes_the_run_document(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("prefect_server")
+@pytest.mark.parametrize(
+    ("extra", "env", "named"),
+    [
+        (["--json", "/proc/nope/run.json"], {}, "--json /proc/nope/run.json: cannot create a file there: "),
+        ([], {"GITHUB_STEP_SUMMARY": "/proc/nope/summary.md"}, "$GITHUB_STEP_SUMMARY /proc/nope/summary.md:"),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_anything_runs(
+    tmp_path: Path, extra: list[str], env: dict[str, str], named: str
+) -> None:
+    ran = tmp_path / "ran"
+    fixture = tmp_path / "f.md"
+    fixture.write_text(f"| Name | Command |\n|---|---|\n| r | touch {ran} |\n")
+    done = run_cli([str(fixture), "--engine", "local", "--out", str(tmp_path / "state"), *extra], tmp_path, env)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(f"error: {named}"), done.stderr
+    assert not ran.exists() and not (tmp_path / "state" / "runs").exists()
+
+
 def test_prefect_engine_from_the_command_line(tmp_path: Path) -> None:
     done = run_cli([str(REPO / "examples" / "matrix.md"), "--out", str(tmp_path)], cwd=tmp_path)
     assert done.returncode == 1, done.stderr
