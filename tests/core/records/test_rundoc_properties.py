@@ -3,7 +3,8 @@
 A saved run or a baseline may be hand-edited, truncated or hostile. Hypothesis
 writes arbitrary JSON, and real run documents with a random part replaced;
 loading gives a RunResult or a BaselineError naming the file, and a document
-that loads can be compared and reported without any other exception.
+that loads can be compared and reported (terminal, Markdown, HTML, JUnit)
+without any other exception; its JUnit XML is well formed and valid.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import xmlschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -21,7 +24,9 @@ from rich.console import Console
 from fixtures_core.analysis.baseline import compare
 from fixtures_core.errors import AssayError, BaselineError
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.reports import terminal
+from fixtures_core.reports import markdown, terminal
+from fixtures_core.reports.html import html
+from fixtures_core.reports.junit import junit
 from tests.core.records.test_rundoc import small_run
 
 JSON = st.recursive(
@@ -90,6 +95,7 @@ def test_any_bytes_give_a_run_or_a_baseline_error(tmp_path: Path, data: bytes) -
 
 
 VALID = to_document(small_run())
+JUNIT_SCHEMA = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[2] / "data" / "junit" / "ant-junit.xsd"))
 PLACES = paths_in(VALID)
 
 
@@ -109,6 +115,11 @@ def test_a_run_with_any_part_replaced_loads_compares_and_reports_or_is_refused(
             compare(baseline, current, 0.0, str(path))
     terminal.render(loaded, Console(file=io.StringIO(), width=200))
     terminal.render_history([path], Console(file=io.StringIO(), width=200))
+    markdown.render(loaded, path)
+    html(loaded)
+    document = junit(loaded)
+    ET.fromstring(document)
+    JUNIT_SCHEMA.validate(document)
 
 
 def test_the_unedited_document_loads(tmp_path: Path) -> None:
