@@ -131,9 +131,13 @@ def test_only_a_cgroup_catches_a_daemon_that_clears_its_environment(tmp_path: Pa
     # setsid + env -i: no group, no session, no token; the documented limit of the fallback.
     pid_file = tmp_path / "daemon.pid"
     quoted = shlex.quote(str(pid_file))
-    # The leader ends once the daemon has written its pid: then the daemon surely runs when the sample ends.
+    outside = shlex.quote(f"0::{procfs.cgroup_of(os.getpid())}")
+    # The leader starts the daemon once it is in its sample's cgroup (it joins a moment after it starts:
+    # what it forks before then is found by group and token only), and ends once the daemon has written
+    # its pid: so the daemon surely runs, in the cgroup, when the sample ends.
     script = (
-        f"setsid env -i sh -c 'echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted}; exec sleep 60' >/dev/null 2>&1 &"
+        f"while [ \"$(grep '^0::' /proc/$$/cgroup)\" = {outside} ]; do sleep 0.01; done;"
+        f" setsid env -i sh -c 'echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted}; exec sleep 60' >/dev/null 2>&1 &"
         f" while [ ! -e {quoted} ]; do sleep 0.01; done"
     )
     with Containment(use_cgroups=True) as containment:
@@ -251,8 +255,9 @@ from fixtures_core.execution.sampling import execute
 cgroups, watchdog, ready = sys.argv[1] == "1", sys.argv[2] == "1", sys.argv[3]
 containment = Containment(use_cgroups=cgroups, watchdog=watchdog)
 scripts = [
-    "setsid sleep 60 >/dev/null 2>&1 & ( ( sleep 60 & ) & ) ; nohup sleep 60 >/dev/null 2>&1 & touch $0; sleep 60",
-    "set -m; sleep 60 & touch $0; sleep 60",
+    "setsid sleep 60 >/dev/null 2>&1 & ( ( sleep 60 & ) & ) ; nohup sleep 60 >/dev/null 2>&1 &"
+    " touch \\"$0\\"; sleep 60",
+    "set -m; sleep 60 & touch \\"$0\\"; sleep 60",
 ]
 for number, script in enumerate(scripts):
     threading.Thread(target=execute, args=(["bash", "-c", script, f"{ready}.{number}"],), kwargs={
