@@ -169,10 +169,9 @@ class ServerWatch:
     def cpu(self) -> float:
         total = 0
         for pid in c.descendants(self.pid):
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                data = Path(f"/proc/{pid}/stat").read_bytes()
-                fields = data[data.rfind(b")") + 2 :].split()
-                total += int(fields[11]) + int(fields[12])  # utime + stime
+            fields = c.procfs.stat_fields(pid)
+            if fields is not None:
+                total += c.stat_field(fields, 14) + c.stat_field(fields, 15)  # utime + stime
         return total / self.HZ
 
     def calibrate(self, seconds: float = 2.0) -> None:
