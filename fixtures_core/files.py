@@ -51,7 +51,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
+    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step.
+
+    Only a regular file (or a new one) is replaced: a device, FIFO or terminal the user named
+    (``--json /dev/stdout``) is written through, never renamed over.
+    """
+    if path.exists() and not path.is_file():
+        write(path)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # two writers never share one
     try:

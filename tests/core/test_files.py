@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,7 @@ def test_a_short_write_of_a_json_line_is_an_error(tmp_path: Path) -> None:
     # A file-size limit makes the kernel write only the bytes below it (as a full disk would).
     code = f"""
 import resource, signal, sys
+import os
 from pathlib import Path
 from fixtures_core.files import append_json_line
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -90,3 +92,20 @@ except OSError as exc:
 
     assert done.returncode == 1  # {"sample":"x...x"}\n: 1 + 8 + 1 + 42 + 1 + 1 = 54 bytes
     assert "wrote 10 of 54 bytes of an evidence line (is the disk full?)" in done.stderr
+
+
+def test_a_named_fifo_is_written_through_never_renamed_over(tmp_path: Path) -> None:
+    """``--json /dev/stdout`` or a FIFO: the user's special file stays what it is and gets the text."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    write_text_atomic(fifo, "the report\n")
+    reader.join(10)
+    assert received == ["the report\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -578,6 +579,7 @@ def test_hostile_input(
         assert lines == [], err
     assert processes_with(marker) == [], "a process of the case outlived it"
     assert_runs_intact(tmp_path / ".assay", case.runs, case.planted)
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode), "an output named a device and assay renamed a file over it"
 
 
 def assert_runs_intact(state: Path, expected: int | None, planted: bool = False) -> None:
