@@ -579,7 +579,8 @@ def test_hostile_input(
         assert lines == [], err
     assert processes_with(marker) == [], "a process of the case outlived it"
     assert_runs_intact(tmp_path / ".assay", case.runs, case.planted)
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode), "an output named a device and assay renamed a file over it"
+    if "/dev/full" in argv:
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode), "an output named a device and assay renamed a file over it"
 
 
 def assert_runs_intact(state: Path, expected: int | None, planted: bool = False) -> None:
