@@ -39,7 +39,7 @@ from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import ProgressListener
-from fixtures_core.results import RowResult, SampleResult, Status, worst
+from fixtures_core.results import RowResult, SampleResult, Status, Stop, worst
 from fixtures_core.spec import Budget, Limit, Matrix, Rate, RowSpec
 
 DEFAULT_PARALLEL = 4
@@ -277,13 +277,21 @@ def pool_for(
         yield pool
 
 
-def run_error(containment: Containment, pool: SamplePool, rows: Sequence[RowResult]) -> str | None:
-    """Why the run could not complete: an interrupt, or a budget that stopped rows (naming them)."""
-    interrupted = interruption(containment)
-    if interrupted is not None:
-        return interrupted
-    skipped = [r.name for r in rows if r.status == "SKIP" and (r.error or "").startswith("budget exhausted")]
-    stopped = [r.name for r in rows if r.status == "ERR" and (r.error or "").startswith("budget exhausted")]
+@dataclass(frozen=True)
+class RunStop:
+    """Why a run stopped before every row finished on its own: ``stopped`` for code to test,
+    ``error`` for people (the run's error)."""
+
+    stopped: Stop
+    error: str
+
+
+def run_stop(containment: Containment, pool: SamplePool, rows: Sequence[RowResult]) -> RunStop | None:
+    """Why the run could not complete: an interrupt, or a cost budget that stopped rows (naming them)."""
+    if containment.cancelled.is_set():
+        return RunStop("cancelled", "interrupted: samples were cancelled")
+    skipped = [r.name for r in rows if r.status == "SKIP" and r.stopped == "budget"]
+    stopped = [r.name for r in rows if r.status == "ERR" and r.stopped == "budget"]
     if not skipped and not stopped:
         return None  # the budget was reached by the last samples, or never: every sample ran
     parts = ["budget exhausted: " + "; ".join(pool.spending.reached())]
@@ -291,7 +299,7 @@ def run_error(containment: Containment, pool: SamplePool, rows: Sequence[RowResu
         parts.append(f"{len(stopped)} row(s) stopped early: {', '.join(stopped)}")
     if skipped:
         parts.append(f"{len(skipped)} row(s) skipped: {', '.join(skipped)}")
-    return "; ".join(parts)
+    return RunStop("budget", "; ".join(parts))
 
 
 def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
@@ -361,11 +369,6 @@ def open_run(options: RunOptions, run_id: str, planned: Plan, listener: Progress
     return recorder
 
 
-def interruption(containment: Containment) -> str | None:
-    """The run's error when it was cancelled by a signal, else None."""
-    return "interrupted: samples were cancelled" if containment.cancelled.is_set() else None
-
-
 @dataclass(frozen=True)
 class Rejudging:
     """A run that re-judges another's evidence: which run, and the folder holding its attempts."""
@@ -388,18 +391,19 @@ def complete(
     recorder: Recorder,
     options: RunOptions,
     rows: Sequence[RowResult],
-    error: str | None = None,
+    stop: RunStop | None = None,
     baseline: Baseline | None = None,
     containment: Containment | None = None,
     rejudging: Rejudging | None = None,
 ) -> RunResult:
     """Judge A/B suites, finalize the rows, build the run document, write it and the report files
-    asked for; return it.
+    asked for; return it. ``stop``: why the run stopped short (an interrupt, a cost budget).
 
     A failure while judging or finalizing (a bug) still ends the run with a
     run.json: ERR, naming the failure, with the rows as they ran. The judge
     runs in ``containment`` (the run's; without one, a private one).
     """
+    error = stop.error if stop is not None else None
     try:
         if containment is None:
             with Containment() as own:
@@ -411,6 +415,8 @@ def complete(
         counts = Summary.of(rows)
         as_ran = [shareable_row(row, recorder.evidence_of(row)) for row in rows]
         run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
+    if stop is not None:
+        run = replace(run, stopped=stop.stopped)
     record(run, options, step_summary_file(), recorder.store)
     return run
 

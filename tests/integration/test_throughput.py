@@ -231,6 +231,7 @@ def test_a_budget_stops_new_samples_and_names_what_it_skipped(tmp_path: Path) ->
     assert rows["second"]["status"] == rows["third"]["status"] == "SKIP"
     assert rows["second"]["samples"] == []
     assert document["error"].startswith("budget exhausted: cost_usd 1 spent of 1 (")
+    assert document["stopped"] == rows["second"]["stopped"] == rows["third"]["stopped"] == "budget"
     assert "2 row(s) skipped: second, third" in document["error"]
     assert "budget exhausted" in done.stdout and "second" in done.stdout
 

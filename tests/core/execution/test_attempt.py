@@ -113,6 +113,28 @@ def test_a_failing_setup_is_an_error_and_the_arm_never_runs(tmp_path: Path) -> N
 
     assert result.status == "ERR"
     assert result.error is not None and "setup failed (exit code 4): missing fixture data" in result.error
+    assert result.stopped is None  # a wiring error, not a stop
+    assert not counter.exists()
+
+
+def test_a_setup_out_of_time_stops_the_attempt_as_timed_out(tmp_path: Path) -> None:
+    counter = tmp_path / "counter.txt"
+    (row,) = suite_rows(
+        tmp_path,
+        f"""
+        exec: bash
+        args: ["-c", "echo x >> {counter}"]
+        workspace: repo
+        timeout: 1s
+        setup: sleep 20
+        """,
+    )
+
+    result = run(row, tmp_path)
+
+    assert result.status == "ERR" and result.stopped == "timeout"
+    assert result.samples[0].stopped == "timeout"
+    assert result.error is not None and "setup failed (the row's time budget ran out)" in result.error
     assert not counter.exists()
 
 
@@ -184,6 +206,7 @@ def test_an_arm_out_of_budget_is_an_error_and_is_not_verified(tmp_path: Path) ->
     result = run(row, tmp_path)
 
     assert result.status == "ERR" and result.error is not None and "timed out" in result.error
+    assert (result.stopped, result.samples[0].stopped) == ("timeout", "timeout")
     assert not verify_counter.exists()
 
 
