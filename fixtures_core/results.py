@@ -146,8 +146,10 @@ class RowResult:
     """One logical row, however many samples it ran.
 
     ``evidence``: the file, relative to the run's folder, that holds every
-    sample's raw output as it was captured. ``stopped``: why the row stopped
-    before all its samples ran (its ``error`` says it in words).
+    sample's raw output as it was captured (a re-judged run's rows name the
+    file of the run they were read from: ``../RUN/evidence/ROW.jsonl``).
+    ``stopped``: why the row stopped before all its samples ran (its
+    ``error`` says it in words).
     """
 
     id: str

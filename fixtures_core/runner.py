@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -327,10 +328,12 @@ class Recorder:
     started_at: str = field(default_factory=utc_now)
     listener: ProgressListener | None = None
     resumed: Resumed | None = None  # what a resumed run already has (its evidence is written)
+    evidence_run: str | None = None  # a re-judged run's: the run whose evidence its rows were read from
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
-        self.store.prepare_evidence(self.run_id)
+        if self.evidence_run is None:  # a re-judged run runs no sample: it has no evidence of its own
+            self.store.prepare_evidence(self.run_id)
 
     def on_row_start(self, row: RowSpec) -> None:
         if self.listener is None:
@@ -353,10 +356,23 @@ class Recorder:
         if self.listener is not None:
             self.listener.row_finished(row)
 
-    def evidence_of(self, row: RowResult) -> str | None:
-        """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
-        path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
-        return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
+    def shareable(self, row: RowResult) -> RowResult:
+        """``row`` as the run document keeps it: shareable samples, and the evidence file of its raw output."""
+        return replace(shareable_row(row), evidence=self._evidence_of(row))
+
+    def _evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written).
+
+        A re-judged run's rows point into the run they were read from, whose folder is a sibling of
+        this one: ``../RUN/evidence/ROW.jsonl`` (``row.evidence`` is relative to that run's folder).
+        """
+        if self.evidence_run is None:
+            path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        elif row.evidence is not None:
+            path = self.store.run_dir(self.evidence_run) / row.evidence
+        else:
+            return None
+        return Path(os.path.relpath(path, self.store.run_dir(self.run_id))).as_posix() if path.is_file() else None
 
 
 def open_run(options: RunOptions, run_id: str, planned: Plan, listener: ProgressListener | None = None) -> Recorder:
@@ -413,7 +429,7 @@ def complete(
     except Exception as exc:
         failure = f"finalize failed: {type(exc).__name__}: {exc}"
         counts = Summary.of(rows)
-        as_ran = [shareable_row(row, recorder.evidence_of(row)) for row in rows]
+        as_ran = [recorder.shareable(row) for row in rows]
         run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
     if stop is not None:
         run = replace(run, stopped=stop.stopped)
@@ -446,9 +462,7 @@ def _finalized(
     skip_judge = options.dry_run or error is not None
     calls = options.concurrency or options.parallel or DEFAULT_PARALLEL
     judged = judge_run(matrix.rows, rows, evidence, containment, calls, options.seed, skip_judge)
-    finished = [
-        shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
-    ]
+    finished = [recorder.shareable(row) for row in finalize_rows(judged.specs, judged.rows, options.k)]
     summary = summarize(finished, options.k, options.group_by)
     suites = suite_outcomes(
         judged,
