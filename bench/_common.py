@@ -29,6 +29,7 @@ server, plus the commands under test):
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import platform
@@ -44,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 REPO = Path(__file__).resolve().parent.parent
@@ -53,28 +55,44 @@ MB = 1024 * 1024
 # --- process measurement ----------------------------------------------------------
 
 
-def _proc_table() -> dict[int, tuple[int, int, tuple[bytes, ...]]]:
+def _load_procfs() -> ModuleType:
+    """assay's reader of ``/proc`` (standard library only), loaded by itself: importing the
+    ``fixtures_core`` package would grow this measuring process by ~30 MB, and with it the
+    ``max_rss_mb`` floor of every child (see above)."""
+    spec = importlib.util.spec_from_file_location("_bench_procfs", REPO / "fixtures_core" / "execution" / "procfs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up while it is defined
+    spec.loader.exec_module(module)
+    return module
+
+
+procfs = _load_procfs()
+
+
+def stat_field(fields: Sequence[bytes], number: int) -> int:
+    """Field ``number`` of ``/proc/PID/stat`` as numbered in proc(5), from ``procfs.stat_fields``."""
+    return int(fields[number - 3])
+
+
+def _proc_table() -> dict[int, tuple[int, int, tuple[int, ...]]]:
     """pid -> (ppid, rss bytes, address-space key) of every process we can see.
 
     The key (vsize, startcode, endcode, startstack) is equal to the parent's
     for a child that has not exec'd yet (a vfork child shares its parent's
     memory outright; a fork child still maps the parent's image).
     """
-    table: dict[int, tuple[int, int, tuple[bytes, ...]]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    table: dict[int, tuple[int, int, tuple[int, ...]]] = {}
+    for pid in procfs.pids():
+        fields = procfs.stat_fields(pid)
+        if fields is None:
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2 :].split()  # fields[0] is field 3 (state) of proc(5)
-        table[int(name)] = (int(fields[1]), int(fields[21]) * PAGE, (fields[20], fields[23], fields[24], fields[25]))
+        key = tuple(stat_field(fields, number) for number in (23, 26, 27, 28))
+        table[pid] = (stat_field(fields, 4), stat_field(fields, 24) * PAGE, key)
     return table
 
 
-def descendants(root: int, table: Mapping[int, tuple[int, int, tuple[bytes, ...]]] | None = None) -> list[int]:
+def descendants(root: int, table: Mapping[int, tuple[int, int, tuple[int, ...]]] | None = None) -> list[int]:
     """``root`` and every process below it (by parent links)."""
     table = _proc_table() if table is None else table
     children: dict[int, list[int]] = {}
@@ -284,20 +302,16 @@ def spawn(argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
 def leftovers() -> list[str]:
     """Processes still alive in a session this script created (should be none)."""
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    for pid in procfs.pids():
+        stat = procfs.stat(pid)
+        if stat is None or stat.session not in OUR_SESSIONS:
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                data = handle.read()
-            sid = int(data[data.rfind(b")") + 2 :].split()[3])
-            if sid not in OUR_SESSIONS:
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
-        found.append(f"{name}: {cmdline[:160]}")
+        found.append(f"{pid}: {cmdline[:160]}")
     return found
 
 

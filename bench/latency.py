@@ -1,4 +1,4 @@
-"""Latency-bound matrices: wall time against the concurrency a provider allows (issue 11's bench).
+"""Latency-bound matrices: wall time against the concurrency a provider allows.
 
 A paid provider's sample takes seconds and costs almost no CPU here; what
 matters is how many are in flight. The matrix: 4 rows x 16 samples, each a

@@ -169,10 +169,9 @@ class ServerWatch:
     def cpu(self) -> float:
         total = 0
         for pid in c.descendants(self.pid):
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                data = Path(f"/proc/{pid}/stat").read_bytes()
-                fields = data[data.rfind(b")") + 2 :].split()
-                total += int(fields[11]) + int(fields[12])  # utime + stime
+            fields = c.procfs.stat_fields(pid)
+            if fields is not None:
+                total += c.stat_field(fields, 14) + c.stat_field(fields, 15)  # utime + stime
         return total / self.HZ
 
     def calibrate(self, seconds: float = 2.0) -> None:
@@ -507,7 +506,7 @@ def run_all(args: argparse.Namespace, work: Path) -> dict[str, object]:
         v = variants["e"] = Variant("e", "promptfoo eval, exec: true, 20 x repeat 10, -j 4")
         promptfoo = shutil.which("promptfoo")
         if promptfoo is None:
-            v.note = "skipped: promptfoo is not on PATH (issue 6 quotes ~18 ms/sample and 256 MB for it)"
+            v.note = "skipped: promptfoo is not on PATH (earlier measurements: ~18 ms/sample and 256 MB)"
             print(f"e: {v.note}", file=sys.stderr)
         else:
             print("e: promptfoo", file=sys.stderr)
@@ -623,7 +622,7 @@ def print_report(document: dict[str, object]) -> None:
         if cpu is not None:
             print(f"  prefect server CPU per 200-sample run: {cpu:.2f} s ({cpu / SAMPLES * 1000:.1f} ms/sample), "
                   f"still busy {busy:.1f} s after the client exits")  # fmt: skip
-    print("issue 6 targets:")
+    print("targets:")
     for t in d["targets"]:  # type: ignore[index]
         print(f"  [{'met ' if t['met'] else 'MISS'}] {t['target']}: {t['value']:.2f} {t['unit']} (<= {t['limit']:g})")
 

@@ -288,7 +288,7 @@ def validate_command(
 
 @app.command("bless")
 def bless_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file or run id.")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = "shipped",
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR or dry run anyway.")] = False,

@@ -33,15 +33,17 @@ Z_95 = 1.959963984540054
 NO_PROPERTY = "(none)"
 
 
-def _check_counts(n: int, c: int, k: int) -> None:
-    """Raise ``ValueError`` naming both numbers unless 1 <= k <= n and 0 <= c <= n."""
-    if k < 1:
+def _check_counts(n: int, c: int, k: int | None = None) -> None:
+    """Raise ``ValueError`` naming both numbers unless 0 <= c <= n and 1 <= k <= n (without k: 1 <= n)."""
+    if k is not None and k < 1:
         raise ValueError(f"k={k} < 1")
+    if k is None and n < 1:
+        raise ValueError(f"n={n} < 1")
     if c < 0:
         raise ValueError(f"c={c} < 0")
     if c > n:
         raise ValueError(f"c={c} > n={n}")
-    if k > n:
+    if k is not None and k > n:
         raise ValueError(f"k={k} > n={n}")
 
 
@@ -73,12 +75,7 @@ def wilson_interval(c: int, n: int, z: float = Z_95) -> tuple[float, float]:
     is sensible for c == 0 or c == n. Bounds are clamped to [0, 1] against
     rounding.
     """
-    if n < 1:
-        raise ValueError(f"n={n} < 1")
-    if c < 0:
-        raise ValueError(f"c={c} < 0")
-    if c > n:
-        raise ValueError(f"c={c} > n={n}")
+    _check_counts(n, c)
     if not (z > 0 and math.isfinite(z)):
         raise ValueError(f"z={z} is not a positive finite number")
     p = c / n
@@ -91,12 +88,7 @@ def wilson_interval(c: int, n: int, z: float = Z_95) -> tuple[float, float]:
 
 def classify(n: int, c: int) -> RowClass:
     """``stable-pass`` when all n samples passed, ``stable-fail`` when none did, else ``flaky``."""
-    if n < 1:
-        raise ValueError(f"n={n} < 1")
-    if c < 0:
-        raise ValueError(f"c={c} < 0")
-    if c > n:
-        raise ValueError(f"c={c} > n={n}")
+    _check_counts(n, c)
     if c == n:
         return "stable-pass"
     if c == 0:

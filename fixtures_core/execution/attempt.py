@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from fixtures_core.execution.checks import check_sample, unrun_sample
 from fixtures_core.execution.containment import Containment
-from fixtures_core.execution.sampling import Execution, execute
+from fixtures_core.execution.sampling import Execution, execute, ms_since
 from fixtures_core.execution.workspace import (
     Changes,
     Workspace,
@@ -98,7 +98,7 @@ def run_attempt(
             execution = execute(
                 argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, containment=containment
             )
-            trail.timing["arm_ms"] = _ms_since(started)
+            trail.timing["arm_ms"] = ms_since(started)
         trail.text("stdout.txt", execution.stdout.decode("utf-8", "replace"))
         trail.text("stderr.txt", execution.stderr.decode("utf-8", "replace"))
         stopped = None
@@ -160,7 +160,7 @@ def _prepare(
             )
             raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(_tail(output))}", done.stopped)
     workspace.start = workspace.commit("assay: setup")
-    trail.timing["setup_ms"] = _ms_since(started)
+    trail.timing["setup_ms"] = ms_since(started)
     return workspace
 
 
@@ -186,7 +186,7 @@ def _inspect(
     results, stopped = run_verify(
         specs, [render(s.run, values) for s in specs], workspace.path, env, workspace.deadline, containment
     )
-    trail.timing["verify_ms"] = _ms_since(started)
+    trail.timing["verify_ms"] = ms_since(started)
     found = replace(
         record,
         changed_files=changes.files,
@@ -250,7 +250,3 @@ def _finding_value(finding: Finding) -> dict[str, object]:
 def _tail(text: str, limit: int = 300) -> str:
     flat = " ".join(text.strip().splitlines()[-3:])
     return flat if len(flat) <= limit else "…" + flat[-limit:]
-
-
-def _ms_since(started: float) -> float:
-    return (time.monotonic() - started) * 1000.0

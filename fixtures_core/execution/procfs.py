@@ -30,19 +30,34 @@ class ProcStat:
         return self.state in ("Z", "X")
 
 
+def pids() -> list[int]:
+    """Every process this one can see."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
 def stat(pid: int) -> ProcStat | None:
     """The process's stat line, or None when it is gone."""
+    fields = stat_fields(pid)
+    if fields is None:
+        return None
+    try:
+        return ProcStat(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def stat_fields(pid: int) -> list[bytes] | None:
+    """Every field of ``/proc/PID/stat`` after the command name, or None when it is gone.
+
+    Index 0 is field 3 (``state``) of proc(5), so field N is at index N - 3.
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             raw = handle.read()
     except OSError:
         return None
     # The command name is in parentheses and may itself hold spaces or ')'.
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        return ProcStat(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
+    return raw[raw.rfind(b")") + 2 :].split()
 
 
 def children(pid: int) -> list[int]:

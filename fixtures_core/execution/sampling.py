@@ -75,7 +75,7 @@ def execute(
         with _input(stdin) as source:  # a file, not a pipe: a large input can never block the reader below
             sample = containment.start(argv, cwd=cwd, env=env, stdin=source)
     except OSError as exc:
-        return Execution(None, b"", b"", _ms_since(started), error=_start_error(argv, cwd, exc))
+        return Execution(None, b"", b"", ms_since(started), error=_start_error(argv, cwd, exc))
     try:
         stdout, stderr, truncated, stopped = _supervise(sample, deadline, capture_limit, containment)
     finally:
@@ -87,7 +87,7 @@ def execute(
         exit_code=None if interrupted else exit_code,
         stdout=stdout,
         stderr=stderr,
-        duration_ms=_ms_since(started),
+        duration_ms=ms_since(started),
         truncated=truncated,
         timed_out=stopped == "timeout",
         cancelled=stopped == "cancelled",
@@ -189,5 +189,6 @@ def _begin_stop(sample: ContainedSample, containment: Containment, now: float) -
     return now + containment.grace_s
 
 
-def _ms_since(started: float) -> float:
+def ms_since(started: float) -> float:
+    """Milliseconds elapsed since ``started``, a ``time.monotonic()`` reading."""
     return (time.monotonic() - started) * 1000.0

@@ -34,6 +34,7 @@ def junit(run: RunResult) -> str:
     root = ET.Element("testsuites")
     for index, fixture in enumerate(run.fixtures):
         root.append(_suite(run, fixture, index))
+    _keep_to_xml(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -157,6 +158,15 @@ def _classname(file: str) -> str:
     """``examples/matrix.md`` -> ``examples.matrix``: CI tools split class names on dots."""
     stem = file.removesuffix(".md")
     return re.sub(r"[/\\]+", ".", stem).strip(".") or "assay"
+
+
+def _keep_to_xml(root: ET.Element) -> None:
+    """Every attribute and text in characters XML 1.0 allows: names and files come from fixtures and
+    run documents, which may hold control characters that no escaping can carry."""
+    for element in root.iter():
+        element.attrib = {key: _clean(value) for key, value in element.attrib.items()}
+        if element.text:
+            element.text = _clean(element.text)
 
 
 def _clean(text: str) -> str:

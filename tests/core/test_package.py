@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import pkgutil
 import subprocess
@@ -109,12 +110,6 @@ def test_no_import_cycles() -> None:
             assert cycle_from(module, []) is None
 
 
-def test_public_api_is_sorted_and_importable() -> None:
-    assert fixtures_core.__all__ == sorted(fixtures_core.__all__)
-    for name in fixtures_core.__all__:
-        assert getattr(fixtures_core, name) is not None
-
-
 def test_the_wheel_holds_every_subpackage(monkeypatch: pytest.MonkeyPatch) -> None:
     """The packages setuptools puts in the wheel, read from pyproject.toml as a build reads it."""
     from setuptools.config.pyprojecttoml import apply_configuration
@@ -131,3 +126,84 @@ def test_the_wheel_holds_every_subpackage(monkeypatch: pytest.MonkeyPatch) -> No
         if "__init__.py" in files
     ]
     assert sorted(built) == sorted(".".join(folder.parts) for folder in folders)
+
+
+# Every module that declares ``__all__``, and what it declares: a change to a public API shows here.
+PUBLIC_API = {
+    "fixtures_core": [
+        "AssayError",
+        "BaselineError",
+        "CelError",
+        "Containment",
+        "FixtureError",
+        "Matrix",
+        "MetricSpec",
+        "RowResult",
+        "RowSpec",
+        "RunResult",
+        "RunSettings",
+        "SampleResult",
+        "UsageError",
+        "ValidationFailed",
+        "load_matrix",
+        "load_run",
+        "run_row",
+        "select",
+        "validate_matrix",
+    ],
+    "fixtures_core.analysis.baseline": [
+        "Comparison",
+        "MetricDelta",
+        "RateDelta",
+        "RowChange",
+        "check_tolerance",
+        "compare",
+    ],
+    "fixtures_core.analysis.significance": [
+        "EXACT_MAX_SAMPLES",
+        "Significance",
+        "TestName",
+        "fisher_exact",
+        "mann_whitney_u",
+    ],
+    "fixtures_core.reports.comparison": [
+        "ComparisonLines",
+        "FigureLine",
+        "Mark",
+        "RowLine",
+        "comparison_lines",
+        "still_failing_text",
+        "text_lines",
+    ],
+}
+
+
+def declares_all(path: Path) -> bool:
+    """True when the module assigns ``__all__`` at its top level."""
+    tree = ast.parse(path.read_text())
+    targets = [t for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign) for t in _targets(node)]
+    return any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_module_declaring_all_is_pinned() -> None:
+    # flows/ too, read without importing it (it imports Prefect).
+    files = [*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR.parent / "flows").rglob("*.py")]
+    assert sorted(module_name(f) for f in files if declares_all(f)) == sorted(PUBLIC_API)
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC_API))
+def test_public_api_is_pinned_sorted_and_importable(module: str) -> None:
+    imported = importlib.import_module(module)
+    assert imported.__all__ == PUBLIC_API[module]
+    assert PUBLIC_API[module] == sorted(PUBLIC_API[module])
+    for name in imported.__all__:
+        assert hasattr(imported, name), f"{module}.__all__ names {name}, which it lacks"

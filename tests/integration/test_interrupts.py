@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 import fixtures_core.runner as runner
+from fixtures_core.execution import procfs
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.reports import terminal
 from flows import server
@@ -335,8 +336,8 @@ def described(pids: list[int]) -> list[str]:
     for pid in pids:
         with contextlib.suppress(OSError):
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            session = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3]
-            found.append(f"{pid} (session {session}): {command.strip()}")
+            if (stat := procfs.stat(pid)) is not None:
+                found.append(f"{pid} (session {stat.session}): {command.strip()}")
     return found
 
 

@@ -182,9 +182,10 @@ def test_classify(n: int, c: int, expected: str) -> None:
     assert classify(n, c) == expected
 
 
-def test_classify_rejects_no_samples() -> None:
-    with pytest.raises(ValueError, match="n=0 < 1"):
-        classify(0, 0)
+@pytest.mark.parametrize(("n", "c", "message"), [(0, 0, "n=0 < 1"), (2, 3, "c=3 > n=2"), (2, -1, "c=-1 < 0")])
+def test_classify_rejects_undefined_counts(n: int, c: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        classify(n, c)
 
 
 # --- row_stochastic ----------------------------------------------------------

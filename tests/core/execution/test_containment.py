@@ -4,17 +4,22 @@ Each escape a daemon can try (setsid, a double fork, its own process group,
 ``nohup &``) is run in both modes: with a cgroup per sample (where this
 machine allows one) and in the fallback (process group, subreaper, token).
 Processes are found by a marker in their environment (``ASSAY_TEST_MARK``)
-or by pid files; nothing here asserts on how long something took.
+or by pid files; nothing here asserts on how long something took. A sample
+whose behaviour matters once it has set something up (a signal handler, its
+daemons) writes a ready file after that, and the test acts on the file, not
+after a pause.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +27,7 @@ import pytest
 from fixtures_core.execution import procfs
 from fixtures_core.execution.cgroups import cgroup_base
 from fixtures_core.execution.containment import Containment, is_subreaper
-from fixtures_core.execution.sampling import execute
+from fixtures_core.execution.sampling import Execution, execute
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
 
@@ -63,6 +68,37 @@ def zombie_children() -> list[int]:
     return [p for p in procfs.children(os.getpid()) if (s := procfs.stat(p)) is not None and s.zombie]
 
 
+def timed_out_once_ready(
+    start: Callable[[float], Execution], ready: Path, budgets: Sequence[float] = (2, 10, 60)
+) -> Execution:
+    """Run ``start(deadline)`` until its sample got ready (wrote ``ready``) before its deadline passed.
+
+    A sample stopped before it got ready proves nothing either way, so it is
+    run again with a longer budget: a busy machine costs time, never a
+    verdict. The last budget is the generous bound that fails the test.
+    """
+    for budget in budgets:
+        ready.unlink(missing_ok=True)
+        result = start(soon(budget))
+        if ready.exists():
+            return result
+    pytest.fail(f"the sample was never ready within {budgets[-1]} s")
+
+
+def cancelled_once_ready(argv: list[str], ready: Path, containment: Containment, at_once: bool) -> Execution:
+    """Run ``argv`` on a thread, cancel the run once the sample wrote ``ready``, and return how it ended."""
+    box: dict[str, Execution] = {}
+    worker = threading.Thread(
+        target=lambda: box.update(result=execute(argv, deadline=soon(120), containment=containment))
+    )
+    worker.start()
+    assert wait_until(lambda: ready.exists() or not worker.is_alive(), attempts=3000), "the sample never got ready"
+    containment.cancel(at_once=at_once)
+    worker.join(timeout=60)
+    assert not worker.is_alive() and "result" in box
+    return box["result"]
+
+
 # --- escapes at the end of a sample ---------------------------------------------------------
 
 
@@ -77,10 +113,15 @@ def test_a_daemon_dies_with_its_sample(escape: str, cgroups: bool, marker: str) 
 
 
 @pytest.mark.parametrize("cgroups", MODES)
-def test_a_timed_out_sample_takes_its_daemons_along(cgroups: bool, marker: str) -> None:
-    script = f"{ESCAPES['double fork']}\n{ESCAPES['setsid']}\nsleep 60"
-    with Containment(use_cgroups=cgroups) as containment:
-        result = execute(bash(script), deadline=soon(1), containment=containment)
+def test_a_timed_out_sample_takes_its_daemons_along(tmp_path: Path, cgroups: bool, marker: str) -> None:
+    ready = tmp_path / "ready"
+    script = f"{ESCAPES['double fork']}\n{ESCAPES['setsid']}\ntouch {shlex.quote(str(ready))}\nsleep 60"
+
+    def start(deadline: float) -> Execution:
+        with Containment(use_cgroups=cgroups) as containment:
+            return execute(bash(script), deadline=deadline, containment=containment)
+
+    result = timed_out_once_ready(start, ready, budgets=(1, 10, 60))
     assert result.timed_out is True
     assert processes_with(marker) == []
 
@@ -89,7 +130,16 @@ def test_a_timed_out_sample_takes_its_daemons_along(cgroups: bool, marker: str) 
 def test_only_a_cgroup_catches_a_daemon_that_clears_its_environment(tmp_path: Path) -> None:
     # setsid + env -i: no group, no session, no token; the documented limit of the fallback.
     pid_file = tmp_path / "daemon.pid"
-    script = f"setsid env -i sh -c 'echo $$ > {shlex.quote(str(pid_file))}; exec sleep 60' >/dev/null 2>&1 & sleep 0.2"
+    quoted = shlex.quote(str(pid_file))
+    outside = shlex.quote(f"0::{procfs.cgroup_of(os.getpid())}")
+    # The leader starts the daemon once it is in its sample's cgroup (it joins a moment after it starts:
+    # what it forks before then is found by group and token only), and ends once the daemon has written
+    # its pid: so the daemon surely runs, in the cgroup, when the sample ends.
+    script = (
+        f"while [ \"$(grep '^0::' /proc/$$/cgroup)\" = {outside} ]; do sleep 0.01; done;"
+        f" setsid env -i sh -c 'echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted}; exec sleep 60' >/dev/null 2>&1 &"
+        f" while [ ! -e {quoted} ]; do sleep 0.01; done"
+    )
     with Containment(use_cgroups=True) as containment:
         result = execute(bash(script), deadline=soon(), containment=containment)
     assert result.exit_code == 0
@@ -110,89 +160,121 @@ def test_orphans_adopted_by_assay_are_reaped(cgroups: bool, marker: str) -> None
 
 # --- graceful stop ----------------------------------------------------------------------------
 
-# Writes its "transcript" only when told to stop: the grace is what lets it.
+# Writes its "transcript" only when told to stop: the grace is what lets it. Ready once it listens.
 FLUSHING = """
 import signal, sys, time
 def flush(*_):
     open(sys.argv[1], "w").write("transcript flushed")
     sys.exit(0)
 signal.signal(signal.SIGTERM, flush)
-print("ready", flush=True)
-time.sleep(60)
+open(sys.argv[2], "w").close()
+time.sleep(120)
 """
+
+# A grace far longer than flushing takes: a stop ends as soon as the sample has exited, so it costs nothing.
+LONG_GRACE_S = 30.0
+
+
+def flushing(tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """The flushing sample's argv, its transcript and its ready file."""
+    transcript, ready = tmp_path / "transcript.txt", tmp_path / "ready"
+    return [sys.executable, "-c", FLUSHING, str(transcript), str(ready)], transcript, ready
 
 
 @pytest.mark.parametrize("cgroups", MODES)
-def test_a_stopped_sample_gets_sigterm_and_time_to_flush(tmp_path: Path, cgroups: bool, marker: str) -> None:
-    transcript = tmp_path / "transcript.txt"
-    with Containment(use_cgroups=cgroups) as containment:
-        result = execute([sys.executable, "-c", FLUSHING, str(transcript)], deadline=soon(2), containment=containment)
+def test_a_timed_out_sample_gets_sigterm_and_time_to_flush(tmp_path: Path, cgroups: bool, marker: str) -> None:
+    argv, transcript, ready = flushing(tmp_path)
+
+    def start(deadline: float) -> Execution:
+        with Containment(use_cgroups=cgroups, grace_s=LONG_GRACE_S) as containment:
+            return execute(argv, deadline=deadline, containment=containment)
+
+    result = timed_out_once_ready(start, ready)
     assert result.timed_out is True
     assert transcript.read_text() == "transcript flushed"
+    assert processes_with(marker) == []
 
 
-def test_a_sample_ignoring_sigterm_is_killed_after_the_grace(marker: str) -> None:
+@pytest.mark.parametrize("cgroups", MODES)
+def test_a_cancelled_sample_gets_sigterm_and_time_to_flush(tmp_path: Path, cgroups: bool, marker: str) -> None:
+    argv, transcript, ready = flushing(tmp_path)
+    with Containment(use_cgroups=cgroups, grace_s=LONG_GRACE_S) as containment:
+        result = cancelled_once_ready(argv, ready, containment, at_once=False)
+    assert (result.cancelled, result.timed_out) == (True, False)
+    assert transcript.read_text() == "transcript flushed"
+    assert processes_with(marker) == []
+
+
+def test_a_sample_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path, marker: str) -> None:
+    # SIGTERM is ignored by the shell and, inherited, by its `sleep`: only the SIGKILL after the grace ends them.
+    ready = tmp_path / "ready"
+    script = f"trap '' TERM; sleep 60 & touch {shlex.quote(str(ready))}; wait"
     with Containment(grace_s=0.5) as containment:
-        result = execute(bash("trap '' TERM; sleep 60 & wait"), deadline=soon(1), containment=containment)
-    assert result.timed_out is True
+        result = cancelled_once_ready(bash(script), ready, containment, at_once=False)
+    assert result.cancelled is True
     assert processes_with(marker) == []
 
 
 def test_cancel_at_once_skips_the_grace(tmp_path: Path, marker: str) -> None:
-    transcript = tmp_path / "transcript.txt"
-    box: dict[str, object] = {}
-    with Containment(grace_s=30) as containment:
-        argv = [sys.executable, "-u", "-c", FLUSHING, str(transcript)]
-        worker = threading.Thread(
-            target=lambda: box.update(r=execute(argv, deadline=soon(60), containment=containment))
-        )
-        worker.start()
-        assert wait_until(lambda: processes_with(marker) != [])
-        time.sleep(0.3)  # let it install its handler (the test is about what comes next, not timing)
-        containment.cancel(at_once=True)
-        worker.join(timeout=20)
-    assert not worker.is_alive()
-    assert getattr(box["r"], "cancelled", False) is True
-    assert not transcript.exists(), "a second interrupt sends SIGKILL without a grace"
+    argv, transcript, ready = flushing(tmp_path)
+    with Containment(grace_s=LONG_GRACE_S) as containment:
+        result = cancelled_once_ready(argv, ready, containment, at_once=True)
+    assert result.cancelled is True
+    assert ready.exists() and not transcript.exists(), "a second interrupt sends SIGKILL without a grace"
     assert processes_with(marker) == []
 
 
 # --- the parent-death signal and the spawner thread -------------------------------------------
 
 
-def test_a_sample_started_from_a_short_lived_thread_outlives_that_thread(marker: str) -> None:
+def test_a_sample_started_from_a_short_lived_thread_outlives_that_thread(tmp_path: Path, marker: str) -> None:
     # PR_SET_PDEATHSIG fires when the *thread* that forked exits: the spawner thread does the forking.
+    # The sample finishes only after that thread is gone (it waits for `go`, written after the join).
+    go = tmp_path / "go"
+    script = f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.01; done; echo alive"
     with Containment() as containment:
         box: dict[str, object] = {}
-        starter = threading.Thread(target=lambda: box.update(s=containment.start(bash("sleep 0.5; echo alive"))))
+        starter = threading.Thread(target=lambda: box.update(s=containment.start(bash(script))))
         starter.start()
         starter.join()
         sample = box["s"]
         assert not starter.is_alive()
+        go.touch()
         out, _err = sample.popen.communicate(timeout=20)  # type: ignore[attr-defined]
         sample.finish()  # type: ignore[attr-defined]
     assert out == b"alive\n"
     assert sample.popen.returncode == 0  # type: ignore[attr-defined]
 
 
-# A stand-in for assay: starts samples that daemonise, says ready, waits to be killed.
+# A stand-in for assay: starts samples that daemonise (each touches its ready file, $0, once it
+# has forked its daemons) and waits to be killed.
 HOST = """
-import os, sys, threading, time
+import sys, threading, time
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import execute
 cgroups, watchdog, ready = sys.argv[1] == "1", sys.argv[2] == "1", sys.argv[3]
 containment = Containment(use_cgroups=cgroups, watchdog=watchdog)
 scripts = [
-    "setsid sleep 60 >/dev/null 2>&1 & ( ( sleep 60 & ) & ) ; nohup sleep 60 >/dev/null 2>&1 & sleep 60",
-    "set -m; sleep 60 & sleep 60",
+    "setsid sleep 60 >/dev/null 2>&1 & ( ( sleep 60 & ) & ) ; nohup sleep 60 >/dev/null 2>&1 &"
+    " touch \\"$0\\"; sleep 60",
+    "set -m; sleep 60 & touch \\"$0\\"; sleep 60",
 ]
-for script in scripts:
-    threading.Thread(target=execute, args=(["bash", "-c", script],), kwargs={
+for number, script in enumerate(scripts):
+    threading.Thread(target=execute, args=(["bash", "-c", script, f"{ready}.{number}"],), kwargs={
         "deadline": time.monotonic() + 120, "containment": containment}, daemon=True).start()
-time.sleep(1.0)
-open(ready, "w").write(str(os.getpid()))
 time.sleep(120)
 """
+HOST_SLEEPS = 6  # once the forks have settled: 4 daemons and the 2 foreground sleeps
+
+
+def sleeping(pids: list[int]) -> list[int]:
+    """The ``sleep`` processes among ``pids``: the shells around them may or may not exec their last command."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep\0"):
+                found.append(pid)
+    return found
 
 
 def start_host(tmp_path: Path, marker: str, cgroups: bool, watchdog: bool) -> subprocess.Popen[bytes]:
@@ -200,9 +282,16 @@ def start_host(tmp_path: Path, marker: str, cgroups: bool, watchdog: bool) -> su
     env = dict(os.environ, PYTHONPATH=str(REPO))
     args = ["1" if cgroups else "0", "1" if watchdog else "0", str(ready)]
     host = subprocess.Popen([sys.executable, "-c", HOST, *args], env=env, cwd=tmp_path)
-    assert wait_until(lambda: ready.exists() or host.poll() is not None, attempts=1500), "the host never got ready"
+
+    def samples_ready() -> bool:
+        return host.poll() is not None or all(Path(f"{ready}.{n}").exists() for n in range(2))
+
+    def all_running() -> bool:  # a double fork's last process appears a moment after its script went on
+        return len(sleeping(processes_with(marker))) == HOST_SLEEPS
+
+    assert wait_until(samples_ready, attempts=3000), "the host's samples never got ready"
     assert host.poll() is None
-    assert len(processes_with(marker)) >= 7, "the samples and their daemons run"
+    assert wait_until(all_running, attempts=3000), f"not all samples and daemons run: {processes_with(marker)}"
     return host
 
 

