@@ -51,7 +51,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step."""
+    """Call ``write`` on a temporary file beside ``path``, then move it into place in one step.
+
+    A ``path`` that is there and no regular file (``/dev/stdout``, a FIFO, ``/dev/full``) is written
+    through: moving a file over it would replace the device itself.
+    """
+    if path.exists() and not path.is_file():
+        write(path)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # two writers never share one
     try:

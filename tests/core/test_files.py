@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -58,6 +61,19 @@ def test_a_write_that_fails_keeps_the_old_file_whole(tmp_path: Path) -> None:
 
     assert json.loads(target.read_text()) == {"old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_a_write_to_a_fifo_or_device_goes_through_it_and_never_replaces_it(tmp_path: Path) -> None:
+    # ``--json /dev/stdout`` or ``--json /dev/full`` as root: moving a file over them would replace the device.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    write_json_atomic(fifo, {"a": 1})
+    reader.join(timeout=30)
+    assert received == ['{\n "a": 1\n}\n']
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
 
 
 def test_json_lines_are_appended_whole_and_compact(tmp_path: Path) -> None:
