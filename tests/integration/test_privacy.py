@@ -115,10 +115,12 @@ def test_no_secret_reaches_any_output_or_stored_file(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr  # 'not json' errors
     assert leaks(done.stdout) == [] and leaks(done.stderr) == []
     assert stored_leaks(out) == {}
-    # The checks saw the real output: 'answers' asserts the key is there, and passes.
+    # The checks saw the real output: 'answers' asserts the key is there, and passes. (Its samples run at
+    # once; the first to finish errs on its metric and cancels the other, which then checked nothing.)
     document = json.loads((out / "run.json").read_text())
     rows = {r["name"]: r for f in document["fixtures"] for r in f["rows"]}
-    assert rows["answers"]["samples"][0]["assertions"]["status"] == "pass"
+    checked = [s for s in rows["answers"]["samples"] if "assertions" in s]
+    assert checked and checked[0]["assertions"]["status"] == "pass"
     # What is kept says where a secret was.
     evidence = (out / "state" / "runs" / document["run_id"] / rows["answers"]["evidence"]).read_text()
     assert evidence.count("[REDACTED]") >= 2 * 6  # 2 samples x (3 keys + token + account in stdout, keys in stderr)

@@ -118,7 +118,8 @@ def test_a_prefect_global_concurrency_limit_is_visible_while_samples_hold_it(tmp
                 return [g.active_slots if g is not None and g.limit == 2 else None for g in found]
 
             wait_until(lambda: in_use() == [2, 2], "both providers' global concurrency limits show 2 of 2 in use")
-            assert peak_in_flight(log) == {"a": 2, "b": 2}
+            # A sample logs its start a moment after its slot is taken: wait for the log, too.
+            wait_until(lambda: peak_in_flight(log) == {"a": 2, "b": 2}, "two samples of each provider started")
             go.touch()
             out, err = run.communicate(timeout=300)
             assert run.returncode == 0, out + err
