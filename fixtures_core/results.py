@@ -17,8 +17,8 @@ Status = Literal["PASS", "FAIL", "ERR", "SKIP"]
 Outcome = Literal["pass", "fail", "error", "not_evaluated"]
 RowClass = Literal["stable-pass", "flaky", "stable-fail"]
 # Why a sample, row or run stopped before it finished on its own (None: it did not stop early):
-#   timeout    the row's time budget ran out (its ``timeout``)
-#   cancelled  an interrupt cancelled it, or its row had stopped and cancelled its samples in flight
+#   timeout    the row's time budget ran out (its ``timeout``), also for a sample its row cancelled for it
+#   cancelled  an interrupt cancelled it, or its row had stopped (after an error) and cancelled it in flight
 #   budget     a cost budget (``budget: cost_usd <= 5``) was reached, so no new sample started
 #   crashed    the engine could not run or record it (an orchestration failure, a bug)
 Stop = Literal["timeout", "cancelled", "budget", "crashed"]
