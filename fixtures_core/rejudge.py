@@ -4,7 +4,10 @@ The suite's judge and gates are read from the fixture files as they are now
 (``--judge`` replaces the judge), the rows from the stored run's evidence
 (``evidence/*.jsonl``, the raw rows before any judge scored them) and the
 attempts from its folder. The result is a new run whose suites name the run
-they re-judged.
+they re-judged. It runs no sample, so it writes no evidence of its own: each
+of its rows names the evidence file it was judged from, relative to the new
+run's folder like any row's (``../RUN/evidence/ROW.jsonl``, RUN being the
+run whose evidence was read, its folder a sibling of the new one).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
             f"run {evidence_run} has no evidence of row(s) {', '.join(missing[:5])}: "
             "the fixture gained rows since, or the run did not finish them"
         )
-    recorder = Recorder(store, new_run_id(), planned.matrix)
+    recorder = Recorder(store, new_run_id(), planned.matrix, evidence_run=evidence_run)
     rows = [evidence[spec.id] for spec in planned.matrix.rows]
     run = complete(
         recorder,

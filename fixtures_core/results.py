@@ -16,6 +16,12 @@ from fixtures_core.suite import Attempt
 Status = Literal["PASS", "FAIL", "ERR", "SKIP"]
 Outcome = Literal["pass", "fail", "error", "not_evaluated"]
 RowClass = Literal["stable-pass", "flaky", "stable-fail"]
+# Why a sample, row or run stopped before it finished on its own (None: it did not stop early):
+#   timeout    the row's time budget ran out (its ``timeout``), also for a sample its row cancelled for it
+#   cancelled  an interrupt cancelled it, or its row had stopped (after an error) and cancelled it in flight
+#   budget     a cost budget (``budget: cost_usd <= 5``) was reached, so no new sample started
+#   crashed    the engine could not run or record it (an orchestration failure, a bug)
+Stop = Literal["timeout", "cancelled", "budget", "crashed"]
 
 # Precedence when statuses combine: ERR > FAIL > PASS.
 _RANK: Mapping[str, int] = {"PASS": 0, "SKIP": 0, "FAIL": 1, "ERR": 2}
@@ -59,6 +65,7 @@ class SampleResult:
     ``excerpted``: ``stdout``/``stderr`` hold less than was captured (the run
     document keeps a failing sample's first characters and no output of a
     passing one); the raw output is in the row's evidence file.
+    ``stopped``: why the sample was stopped before its command finished.
     """
 
     index: int
@@ -75,6 +82,7 @@ class SampleResult:
     indeterminate: bool = False
     attempt: Attempt | None = None  # an A/B arm's workspace evidence
     excerpted: bool = False
+    stopped: Stop | None = None
 
     @property
     def passed(self) -> bool:
@@ -138,7 +146,10 @@ class RowResult:
     """One logical row, however many samples it ran.
 
     ``evidence``: the file, relative to the run's folder, that holds every
-    sample's raw output as it was captured.
+    sample's raw output as it was captured (a re-judged run's rows name the
+    file of the run they were read from: ``../RUN/evidence/ROW.jsonl``).
+    ``stopped``: why the row stopped before all its samples ran (its
+    ``error`` says it in words).
     """
 
     id: str
@@ -155,6 +166,7 @@ class RowResult:
     metrics: Mapping[str, MetricSummary] = field(default_factory=dict)
     stochastic: Stochastic | None = None
     evidence: str | None = None
+    stopped: Stop | None = None
 
     @property
     def passed(self) -> bool:

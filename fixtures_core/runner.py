@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -39,7 +40,7 @@ from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import ReportFiles, step_summary_file
 from fixtures_core.reports.progress import ProgressListener
-from fixtures_core.results import RowResult, SampleResult, Status, worst
+from fixtures_core.results import RowResult, SampleResult, Status, Stop, worst
 from fixtures_core.spec import Budget, Limit, Matrix, Rate, RowSpec
 
 DEFAULT_PARALLEL = 4
@@ -277,13 +278,21 @@ def pool_for(
         yield pool
 
 
-def run_error(containment: Containment, pool: SamplePool, rows: Sequence[RowResult]) -> str | None:
-    """Why the run could not complete: an interrupt, or a budget that stopped rows (naming them)."""
-    interrupted = interruption(containment)
-    if interrupted is not None:
-        return interrupted
-    skipped = [r.name for r in rows if r.status == "SKIP" and (r.error or "").startswith("budget exhausted")]
-    stopped = [r.name for r in rows if r.status == "ERR" and (r.error or "").startswith("budget exhausted")]
+@dataclass(frozen=True)
+class RunStop:
+    """Why a run stopped before every row finished on its own: ``stopped`` for code to test,
+    ``error`` for people (the run's error)."""
+
+    stopped: Stop
+    error: str
+
+
+def run_stop(containment: Containment, pool: SamplePool, rows: Sequence[RowResult]) -> RunStop | None:
+    """Why the run could not complete: an interrupt, or a cost budget that stopped rows (naming them)."""
+    if containment.cancelled.is_set():
+        return RunStop("cancelled", "interrupted: samples were cancelled")
+    skipped = [r.name for r in rows if r.status == "SKIP" and r.stopped == "budget"]
+    stopped = [r.name for r in rows if r.status == "ERR" and r.stopped == "budget"]
     if not skipped and not stopped:
         return None  # the budget was reached by the last samples, or never: every sample ran
     parts = ["budget exhausted: " + "; ".join(pool.spending.reached())]
@@ -291,7 +300,7 @@ def run_error(containment: Containment, pool: SamplePool, rows: Sequence[RowResu
         parts.append(f"{len(stopped)} row(s) stopped early: {', '.join(stopped)}")
     if skipped:
         parts.append(f"{len(skipped)} row(s) skipped: {', '.join(skipped)}")
-    return "; ".join(parts)
+    return RunStop("budget", "; ".join(parts))
 
 
 def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
@@ -319,10 +328,12 @@ class Recorder:
     started_at: str = field(default_factory=utc_now)
     listener: ProgressListener | None = None
     resumed: Resumed | None = None  # what a resumed run already has (its evidence is written)
+    evidence_run: str | None = None  # a re-judged run's: the run whose evidence its rows were read from
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
-        self.store.prepare_evidence(self.run_id)
+        if self.evidence_run is None:  # a re-judged run runs no sample: it has no evidence of its own
+            self.store.prepare_evidence(self.run_id)
 
     def on_row_start(self, row: RowSpec) -> None:
         if self.listener is None:
@@ -345,10 +356,23 @@ class Recorder:
         if self.listener is not None:
             self.listener.row_finished(row)
 
-    def evidence_of(self, row: RowResult) -> str | None:
-        """Where a row's raw output is, relative to the run's folder (None when nothing was written)."""
-        path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
-        return path.relative_to(self.store.run_dir(self.run_id)).as_posix() if path.is_file() else None
+    def shareable(self, row: RowResult) -> RowResult:
+        """``row`` as the run document keeps it: shareable samples, and the evidence file of its raw output."""
+        return replace(shareable_row(row), evidence=self._evidence_of(row))
+
+    def _evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written).
+
+        A re-judged run's rows point into the run they were read from, whose folder is a sibling of
+        this one: ``../RUN/evidence/ROW.jsonl`` (``row.evidence`` is relative to that run's folder).
+        """
+        if self.evidence_run is None:
+            path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        elif row.evidence is not None:
+            path = self.store.run_dir(self.evidence_run) / row.evidence
+        else:
+            return None
+        return Path(os.path.relpath(path, self.store.run_dir(self.run_id))).as_posix() if path.is_file() else None
 
 
 def open_run(options: RunOptions, run_id: str, planned: Plan, listener: ProgressListener | None = None) -> Recorder:
@@ -359,11 +383,6 @@ def open_run(options: RunOptions, run_id: str, planned: Plan, listener: Progress
     recorder = Recorder(store, run_id, planned.matrix, listener=listener)
     write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
     return recorder
-
-
-def interruption(containment: Containment) -> str | None:
-    """The run's error when it was cancelled by a signal, else None."""
-    return "interrupted: samples were cancelled" if containment.cancelled.is_set() else None
 
 
 @dataclass(frozen=True)
@@ -388,18 +407,19 @@ def complete(
     recorder: Recorder,
     options: RunOptions,
     rows: Sequence[RowResult],
-    error: str | None = None,
+    stop: RunStop | None = None,
     baseline: Baseline | None = None,
     containment: Containment | None = None,
     rejudging: Rejudging | None = None,
 ) -> RunResult:
     """Judge A/B suites, finalize the rows, build the run document, write it and the report files
-    asked for; return it.
+    asked for; return it. ``stop``: why the run stopped short (an interrupt, a cost budget).
 
     A failure while judging or finalizing (a bug) still ends the run with a
     run.json: ERR, naming the failure, with the rows as they ran. The judge
     runs in ``containment`` (the run's; without one, a private one).
     """
+    error = stop.error if stop is not None else None
     try:
         if containment is None:
             with Containment() as own:
@@ -409,8 +429,10 @@ def complete(
     except Exception as exc:
         failure = f"finalize failed: {type(exc).__name__}: {exc}"
         counts = Summary.of(rows)
-        as_ran = [shareable_row(row, recorder.evidence_of(row)) for row in rows]
+        as_ran = [recorder.shareable(row) for row in rows]
         run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
+    if stop is not None:
+        run = replace(run, stopped=stop.stopped)
     record(run, options, step_summary_file(), recorder.store)
     return run
 
@@ -440,9 +462,7 @@ def _finalized(
     skip_judge = options.dry_run or error is not None
     calls = options.concurrency or options.parallel or DEFAULT_PARALLEL
     judged = judge_run(matrix.rows, rows, evidence, containment, calls, options.seed, skip_judge)
-    finished = [
-        shareable_row(row, recorder.evidence_of(row)) for row in finalize_rows(judged.specs, judged.rows, options.k)
-    ]
+    finished = [recorder.shareable(row) for row in finalize_rows(judged.specs, judged.rows, options.k)]
     summary = summarize(finished, options.k, options.group_by)
     suites = suite_outcomes(
         judged,

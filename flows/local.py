@@ -22,7 +22,7 @@ from fixtures_core.runner import (
     open_run,
     pool_for,
     rows_at_once,
-    run_error,
+    run_stop,
     settings_for,
 )
 
@@ -36,8 +36,8 @@ def run_locally(
         rows = run_rows_locally(
             recorder, settings_for(options, run_id), containment, rows_at_once(options, planned.matrix), pool
         )
-        error = run_error(containment, pool, rows)
-    return complete(recorder, options, rows, error, planned.baseline, containment)
+        stop = run_stop(containment, pool, rows)
+    return complete(recorder, options, rows, stop, planned.baseline, containment)
 
 
 def run_rows_locally(

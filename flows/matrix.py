@@ -67,13 +67,14 @@ from fixtures_core.runner import (  # noqa: E402
     Plan,
     Recorder,
     RunOptions,
+    RunStop,
     complete,
     open_run,
     plan,
     pool_for,
     rows_at_once,
-    run_error,
     run_limits,
+    run_stop,
     sample_slots,
     settings_for,
     store_for,
@@ -218,12 +219,12 @@ def finalize_task(
     recorder: Recorder,
     options: RunOptions,
     rows: list[RowResult],
-    error: str | None,
+    stop: RunStop | None,
     baseline: Baseline | None,
     suite: str,
 ) -> RunResult:
     """Metrics, comparisons, verdict; the run document, the UI artifacts and the finished event."""
-    run = complete(recorder, options, rows, error, baseline, _live(recorder.run_id).containment)
+    run = complete(recorder, options, rows, stop, baseline, _live(recorder.run_id).containment)
     document = recorder.store.run_file(run.run_id).resolve()
     create_markdown_artifact(
         key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
@@ -350,12 +351,14 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
                 live.containment.cancel()
                 wait(cast(list[Any], futures))
                 rows = _row_results(futures, order, live.board)
-                stopped = "interrupted: the flow run was stopped"
-                complete(recorder, options, rows, stopped, planned.baseline, live.containment)
+                interrupted = RunStop("cancelled", "interrupted: the flow run was stopped")
+                complete(recorder, options, rows, interrupted, planned.baseline, live.containment)
                 raise
             rows = _row_results(futures, order, live.board)
-            error = run_error(live.containment, samples, rows)
-        return finalize_task(opaque(recorder), opaque(options), opaque(rows), error, opaque(planned.baseline), suite)
+            stop = run_stop(live.containment, samples, rows)
+        return finalize_task(
+            opaque(recorder), opaque(options), opaque(rows), opaque(stop), opaque(planned.baseline), suite
+        )
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)

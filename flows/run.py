@@ -256,10 +256,12 @@ def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: s
     Its report files are written again too; a GitHub step summary, which is
     appended to, is not.
     """
-    if run.status == "ERR" and (run.error or "").startswith("interrupted"):
+    if run.stopped == "cancelled":
         return run
     was = f" (it was {run.verdict})" if run.verdict != "ERR" else ""
-    marked = replace(run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}")
+    marked = replace(
+        run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}", stopped="cancelled"
+    )
     record(marked, options)
     return marked
 

@@ -3,10 +3,11 @@
 Prefect marks a task Completed whenever it returns normally, whatever its
 value says. So every assay task returns a state built here: a passing sample
 or row is Completed; a failing one is Failed with its reason (the failing
-expectation or CEL, the exit code); a row whose time budget ran out is
-TimedOut; an errored one is Failed with the error; the flow run is Failed
-with the verdict and the failing rows for every FAIL or ERR verdict. Tasks
-return states instead of raising, so a failing sample never stops its row.
+expectation or CEL, the exit code); a sample or row whose time budget ran
+out (``stopped == "timeout"``) is TimedOut; an errored one is Failed with
+the error; the flow run is Failed with the verdict and the failing rows for
+every FAIL or ERR verdict. Tasks return states instead of raising, so a
+failing sample never stops its row.
 
 The domain result rides along as the state's data, wrapped in an
 ``Outcome``: Prefect logs the state of every failed task, and a bare result
@@ -69,16 +70,11 @@ def _state(passed: bool, timed_out: bool, message: str, value: object) -> State[
     return Failed(message=message, data=outcome)
 
 
-def ran_out_of_time(error: str | None) -> bool:
-    """True for the errors of a sample or row whose time budget ran out."""
-    return error is not None and "budget" in error and "ran out" in error
-
-
 def sample_state(sample: SampleResult) -> State[Any]:
     """Completed for PASS and SKIP (with why it did not run), Failed with the reason, or TimedOut when
-    the row's budget ran out during it."""
+    the row's time budget ran out during it."""
     message = "PASS" if sample.passed else f"{sample.status}: {sample_reason(sample)}"
-    return _state(sample.status in ("PASS", "SKIP"), ran_out_of_time(sample.error), _bounded(message), sample)
+    return _state(sample.status in ("PASS", "SKIP"), sample.stopped == "timeout", _bounded(message), sample)
 
 
 def sample_reason(sample: SampleResult) -> str:
@@ -102,8 +98,8 @@ def sample_log(row_name: str, sample: SampleResult) -> str:
 
 
 def row_state(row: RowResult) -> State[Any]:
-    """Completed for PASS and SKIP; TimedOut when the budget ran out; otherwise Failed with the reason."""
-    return _state(row.status in ("PASS", "SKIP"), ran_out_of_time(row.error), row_message(row), row)
+    """Completed for PASS and SKIP; TimedOut when its time budget ran out; otherwise Failed with the reason."""
+    return _state(row.status in ("PASS", "SKIP"), row.stopped == "timeout", row_message(row), row)
 
 
 def row_message(row: RowResult) -> str:

@@ -107,7 +107,8 @@ def run_attempt(
         return _finish(row, index, stopped or execution, tmpdir, values, record, cel, settings.dry_run, trail)
     except WorkspaceError as exc:
         failed = Execution(None, b"", b"", 0.0, error=str(exc))
-        return _finish(row, index, failed, tmpdir, values, record, cel, settings.dry_run, trail)
+        sample = _finish(row, index, failed, tmpdir, values, record, cel, settings.dry_run, trail)
+        return replace(sample, stopped=exc.stopped)
     finally:
         if not settings.keep_tmp:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -157,7 +158,7 @@ def _prepare(
             reason = done.error or (
                 "the row's time budget ran out" if done.timed_out else f"exit code {done.exit_code}"
             )
-            raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(_tail(output))}")
+            raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(_tail(output))}", done.stopped)
     workspace.start = workspace.commit("assay: setup")
     trail.timing["setup_ms"] = ms_since(started)
     return workspace

@@ -91,7 +91,13 @@ def check_sample(
     )
     process_error = _process_error(row, execution)
     if process_error is not None:
-        return SampleResult(status="ERR", command=Check("error", process_error), error=process_error, **base)  # type: ignore[arg-type]
+        return SampleResult(
+            status="ERR",
+            command=Check("error", process_error),
+            error=process_error,
+            stopped=execution.stopped,
+            **base,  # type: ignore[arg-type]
+        )
     command_failure = _command_failure(row, execution.exit_code, stdout, stderr)
     programs = row_programs(row)
     if command_failure is not None:

@@ -33,7 +33,7 @@ from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
-from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, combine_outcomes, worst
+from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, Stop, combine_outcomes, worst
 from fixtures_core.spec import RowSpec
 
 
@@ -53,6 +53,7 @@ class RunSettings:
     dry_run: bool = False
 
 
+_CANCELLED = "cancelled"  # a row's give-up reason while it waits for a slot: the run was cancelled
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 # One sample of a row: (row, index, deadline, the row's containment scope) -> its result.
 SampleRunner = Callable[[RowSpec, int, float, Containment], SampleResult]
@@ -202,10 +203,12 @@ class _RowRun:
         self.changed = threading.Condition()
         self.in_flight = 0
         self.error: str | None = None  # why the row stopped: its first cause
+        self.stopped: Stop | None = None  # the kind of that cause, when it is one
         self.crash: BaseException | None = None  # a runner that raised (an orchestration failure)
         errored = [s for s in self.samples.values() if s.status == "ERR"]
         if errored:  # a resumed row that had already stopped
             self.error = f"sample {errored[0].index}: {errored[0].error}"
+            self.stopped = errored[0].stopped
         self.deadline = math.inf
 
     def run(self) -> RowResult:
@@ -215,9 +218,9 @@ class _RowRun:
             return self._result()
         first = pool.slots.acquire((pool.rank(row), pending[0]), self.keys, self._before_start)
         if isinstance(first, str):
-            if first.startswith("budget") and not self.samples:
-                return _result(row, (), "SKIP", f"{first} before the row started")
-            self._stop(self._stopped_text(first), cancel=False)
+            if first != _CANCELLED and not self.samples:  # a budget was reached before the row began
+                return _result(row, (), "SKIP", f"{first} before the row started", "budget")
+            self._stop(*self._stop_for(first), cancel=False)
             return self._result()
         self.deadline = time.monotonic() + row.timeout_s  # the row starts with its first slot
         if not self.samples:  # (a resumed row ran its skip command before)
@@ -225,7 +228,7 @@ class _RowRun:
                 skipped = skip_reason(row, self.deadline, self.settings, self.scope)
             except _SkipTimedOut as exc:
                 pool.slots.release(first)
-                return _result(row, (), "ERR", str(exc))
+                return _result(row, (), "ERR", str(exc), "timeout")
             if skipped is not None:
                 pool.slots.release(first)
                 return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
@@ -238,12 +241,12 @@ class _RowRun:
             if isinstance(lease, str):
                 if lease == TIME_RAN_OUT:
                     self._wait_idle()  # its samples in flight timed out too: the first of them says so
-                self._stop(self._stopped_text(lease), cancel=False)
+                self._stop(*self._stop_for(lease), cancel=False)
                 lease = None
                 break
             reason = self._why_stop()
             if reason is not None:
-                self._stop(self._stopped_text(reason), cancel=False)
+                self._stop(*self._stop_for(reason), cancel=False)
                 break
             with self.changed:
                 self.in_flight += 1
@@ -258,8 +261,9 @@ class _RowRun:
         return self._result()
 
     def _before_start(self) -> str | None:
+        """Why no sample of the row may start now: ``_CANCELLED``, or the cost budget that was reached."""
         if self.scope.cancelled.is_set():
-            return "cancelled"
+            return _CANCELLED
         budget = self.pool.spending.exhausted(self.row)
         return f"budget exhausted: {budget}" if budget else None
 
@@ -269,24 +273,25 @@ class _RowRun:
                 return self.error
         return self._before_start()
 
-    def _stopped_text(self, reason: str) -> str:
-        """The row's error for a stop found while taking a slot, counting the samples started so far."""
+    def _stop_for(self, reason: str) -> tuple[str, Stop | None]:
+        """The row's error and its kind for a stop found while taking a slot (``reason``: the row's
+        own error, ``TIME_RAN_OUT``, or ``_before_start``'s), counting the samples started so far."""
         with self.changed:
             if self.error is not None:
-                return self.error
+                return self.error, self.stopped
             started = f"after {len(self.samples) + self.in_flight} of {self.row.repeat} samples"
         if reason == TIME_RAN_OUT:
-            return f"time budget {format_duration(self.row.timeout_s)} ran out {started}"
-        if reason == "cancelled":
-            return f"cancelled {started}"
-        return f"budget exhausted {started}: {reason.removeprefix('budget exhausted: ')}"
+            return f"time budget {format_duration(self.row.timeout_s)} ran out {started}", "timeout"
+        if reason == _CANCELLED:
+            return f"cancelled {started}", "cancelled"
+        return f"budget exhausted {started}: {reason.removeprefix('budget exhausted: ')}", "budget"
 
-    def _stop(self, error: str, cancel: bool) -> None:
+    def _stop(self, error: str, stopped: Stop | None, cancel: bool) -> None:
         """Stop the row once: no new sample starts; ``cancel`` also stops its samples in flight."""
         with self.changed:
             if self.error is not None:
                 return
-            self.error = error
+            self.error, self.stopped = error, stopped
         if cancel:
             self.scope.cancel()
         self.pool.slots.wake()
@@ -301,7 +306,7 @@ class _RowRun:
         except Exception as exc:  # the engine could not run or record it (its API, a disk, a bug): the row ends
             with self.changed:
                 self.crash = self.crash or exc
-            self._stop(f"sample {index}: {type(exc).__name__}: {exc}", cancel=True)
+            self._stop(f"sample {index}: {type(exc).__name__}: {exc}", None, cancel=True)
         finally:
             self.pool.slots.release(lease)
             with self.changed:
@@ -310,16 +315,16 @@ class _RowRun:
 
     def _record(self, sample: SampleResult) -> None:
         with self.changed:
-            stopped = self.error
-        if stopped is not None and sample.status == "ERR" and (sample.error or "").startswith("cancelled"):
-            sample = replace(sample, error=f"cancelled: the row had stopped ({stopped})")
+            error, stopped = self.error, self.stopped
+        if error is not None and sample.stopped == "cancelled":  # the row's stop cancelled it: say which
+            sample = replace(sample, error=f"cancelled: the row had stopped ({error})", stopped=stopped or "cancelled")
         with self.changed:
             self.samples[sample.index] = sample
         self.pool.spending.charge(self.row, sample)
         if self.on_sample is not None:
             self.on_sample(self.row, sample)
         if sample.status == "ERR":
-            self._stop(f"sample {sample.index}: {sample.error}", cancel=True)
+            self._stop(f"sample {sample.index}: {sample.error}", sample.stopped, cancel=True)
         elif self.pool.spending.exhausted(self.row):
             self.pool.slots.wake()
 
@@ -334,16 +339,18 @@ class _RowRun:
     def _result(self) -> RowResult:
         samples = tuple(self._sorted())
         status = worst("ERR" if self.error else "PASS", *(s.status for s in samples))
-        return _result(self.row, samples, status, self.error)
+        return _result(self.row, samples, status, self.error, self.stopped)
 
 
 def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
     """An ERR result for a row whose execution raised (a bug, an I/O or orchestration
     failure): the run goes on and reports it, instead of losing every other row."""
-    return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}")
+    return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}", "crashed")
 
 
-def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, error: str | None) -> RowResult:
+def _result(
+    row: RowSpec, samples: tuple[SampleResult, ...], status: Status, error: str | None, stopped: Stop | None = None
+) -> RowResult:
     mask = redactor(row.redaction, os.environ)  # the fixture's own text is stored too: mask it alike
     return RowResult(
         id=row.id,
@@ -360,4 +367,5 @@ def _result(row: RowSpec, samples: tuple[SampleResult, ...], status: Status, err
             assertions=combine_outcomes([s.assertions.status for s in samples if s.assertions is not None]),
         ),
         error=mask.optional(error),
+        stopped=stopped,
     )

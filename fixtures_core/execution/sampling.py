@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from fixtures_core.execution.containment import ContainedSample, Containment
+from fixtures_core.results import Stop
 
 DEFAULT_CAPTURE_LIMIT = 1024 * 1024
 _CHUNK = 65536
@@ -40,6 +41,11 @@ class Execution:
     timed_out: bool = False
     cancelled: bool = False
     error: str | None = None
+
+    @property
+    def stopped(self) -> Stop | None:
+        """Why the process was stopped before it finished: its deadline passed, or it was cancelled."""
+        return "timeout" if self.timed_out else "cancelled" if self.cancelled else None
 
 
 def execute(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import Execution, execute
+from fixtures_core.results import Stop
 from fixtures_core.suite import Finding, ForbiddenPattern, VerifyResult, VerifySpec, matches_case
 
 # assay's own git calls ignore the user's and the system's git configuration (hooks, signing, templates).
@@ -29,7 +30,12 @@ VERIFY_OUTPUT_LIMIT = 64 * 1024
 
 
 class WorkspaceError(Exception):
-    """Preparing or reading a workspace failed (a wiring error: the attempt is ERR)."""
+    """Preparing or reading a workspace failed (a wiring error: the attempt is ERR); ``stopped`` when
+    it failed because its command was stopped (the row's time budget ran out, or a cancellation)."""
+
+    def __init__(self, message: str, stopped: Stop | None = None) -> None:
+        super().__init__(message)
+        self.stopped = stopped
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class Workspace:
             reason = done.error or done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.exit_code}"
             if done.timed_out:
                 reason = "the row's time budget ran out"
-            raise WorkspaceError(f"git {args[0]} failed: {reason}")
+            raise WorkspaceError(f"git {args[0]} failed: {reason}", done.stopped)
         return done.stdout.decode("utf-8", "replace")
 
     def commit(self, message: str) -> str:

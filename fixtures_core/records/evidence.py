@@ -19,7 +19,8 @@ from fixtures_core.results import RowResult, SampleResult
 
 
 def raw_rows(run_dir: Path) -> dict[str, RowResult]:
-    """Row id -> the raw row with its samples, for every row that finished; a torn last line is skipped."""
+    """Row id -> the raw row with its samples, for every row that finished; a torn last line is skipped.
+    Each row's ``evidence`` names the file it was read from, relative to ``run_dir``."""
     folder = run_dir / "evidence"
     if not folder.is_dir():
         raise BaselineError(str(run_dir), "no evidence folder: the run kept no evidence to re-judge")
@@ -27,7 +28,8 @@ def raw_rows(run_dir: Path) -> dict[str, RowResult]:
     for path in sorted(folder.glob("*.jsonl")):
         samples, row = read_evidence(path)
         if row is not None:
-            rows[row.id] = replace(row, samples=tuple(samples[i] for i in sorted(samples)))
+            ordered = tuple(samples[i] for i in sorted(samples))
+            rows[row.id] = replace(row, samples=ordered, evidence=path.relative_to(run_dir).as_posix())
     return rows
 
 

@@ -17,7 +17,6 @@ with one complete ``run.json``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,7 +32,6 @@ from fixtures_core.spec import Matrix
 STARTED = "started.json"
 STARTED_SCHEMA = "assay.started/v1"
 _MAX_STARTED_BYTES = 16 * 1024 * 1024
-_CANCELLED_SAMPLE = re.compile(r"sample [0-9]+: cancelled")
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,7 @@ def check_resumable(store: Store, started: Started) -> None:
         run = load_run(run_file)
     except BaselineError:
         return  # a torn run.json: the evidence decides
-    if run.status != "ERR" or not (run.error or "").startswith("interrupted"):
+    if run.stopped != "cancelled":
         raise UsageError(
             f"--resume {started.run_id}: the run finished ({run.status}{': ' + run.error if run.error else ''}); "
             "only an interrupted or killed run can be resumed"
@@ -134,10 +132,9 @@ def resumed_rows(store: Store, run_id: str, matrix: Matrix) -> Resumed:
 
 
 def _cancelled(sample: SampleResult) -> bool:
-    return sample.status == "ERR" and (sample.error or "").startswith("cancelled")
+    return sample.stopped == "cancelled"
 
 
 def _ended_by_interrupt(row: RowResult) -> bool:
     """A row the interrupt stopped (or an orchestration failure ended) did not finish on its own."""
-    error = row.error or ""
-    return error.startswith(("cancelled", "internal error")) or bool(_CANCELLED_SAMPLE.match(error))
+    return row.stopped in ("cancelled", "crashed")

@@ -33,7 +33,7 @@ from fixtures_core.files import write_json_atomic as write_json_atomic
 from fixtures_core.files import write_text_atomic as write_text_atomic
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.shareable import shareable_row
-from fixtures_core.results import RowResult, Status
+from fixtures_core.results import RowResult, Status, Stop
 
 SCHEMA = "assay.run/v1"
 T = TypeVar("T")
@@ -53,7 +53,8 @@ class FixtureResult:
 
 @dataclass(frozen=True)
 class RunResult:
-    """Everything one run found; what ``run.json`` holds."""
+    """Everything one run found; what ``run.json`` holds. ``stopped``: why the run stopped before
+    every row finished on its own (``cancelled``: interrupted; ``budget``: a cost budget), else None."""
 
     run_id: str
     started_at: str
@@ -63,6 +64,7 @@ class RunResult:
     summary: Summary
     label: str | None = None
     error: str | None = None
+    stopped: Stop | None = None
     environment: Mapping[str, object] = field(default_factory=dict)
     options: Mapping[str, object] = field(default_factory=dict)
     comparison: Comparison | None = None
@@ -133,7 +135,7 @@ def _git_state() -> dict[str, object]:
 
 # The order DESIGN lists the run document's keys in; readers see them so.
 _RUN_KEYS = (
-    "schema", "run_id", "label", "started_at", "finished_at", "status", "error",
+    "schema", "run_id", "label", "started_at", "finished_at", "status", "error", "stopped",
     "environment", "options", "fixtures", "summary", "suites", "comparison",
 )  # fmt: skip
 

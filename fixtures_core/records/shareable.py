@@ -24,6 +24,6 @@ def shareable_sample(sample: SampleResult) -> SampleResult:
     return replace(sample, stdout=sample.stdout[:limit], stderr=sample.stderr[:limit], excerpted=True)
 
 
-def shareable_row(row: RowResult, evidence: str | None = None) -> RowResult:
-    """A row whose samples are shareable; ``evidence`` names where the raw output is."""
-    return replace(row, samples=tuple(shareable_sample(s) for s in row.samples), evidence=evidence or row.evidence)
+def shareable_row(row: RowResult) -> RowResult:
+    """A row whose samples are shareable."""
+    return replace(row, samples=tuple(shareable_sample(s) for s in row.samples))

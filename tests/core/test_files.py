@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,19 @@ def test_a_write_that_fails_keeps_the_old_file_whole(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
 
 
+def test_a_write_to_a_fifo_or_device_goes_through_it_and_never_replaces_it(tmp_path: Path) -> None:
+    # ``--json /dev/stdout`` or ``--json /dev/full`` as root: moving a file over them would replace the device.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    write_json_atomic(fifo, {"a": 1})
+    reader.join(timeout=30)
+    assert received == ['{\n "a": 1\n}\n']
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
+
+
 def test_json_lines_are_appended_whole_and_compact(tmp_path: Path) -> None:
     path = tmp_path / "row.jsonl"
     append_json_line(path, {"sample": {"index": 0, "stdout": "a\nb"}})
@@ -92,20 +107,3 @@ except OSError as exc:
 
     assert done.returncode == 1  # {"sample":"x...x"}\n: 1 + 8 + 1 + 42 + 1 + 1 = 54 bytes
     assert "wrote 10 of 54 bytes of an evidence line (is the disk full?)" in done.stderr
-
-
-def test_a_named_fifo_is_written_through_never_renamed_over(tmp_path: Path) -> None:
-    """``--json /dev/stdout`` or a FIFO: the user's special file stays what it is and gets the text."""
-    import stat
-    import threading
-
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    received: list[str] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
-    reader.start()
-    write_text_atomic(fifo, "the report\n")
-    reader.join(10)
-    assert received == ["the report\n"]
-    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]

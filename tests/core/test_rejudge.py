@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from fixtures_core.errors import UsageError
+from fixtures_core.records.rundoc import load_run
 from fixtures_core.records.store import Store
 from fixtures_core.rejudge import rejudge
 from fixtures_core.runner import RunOptions
@@ -47,3 +49,24 @@ def test_a_malformed_recorded_option_names_the_run_file_and_the_option(
     assert str(caught.value) == (
         f"{path}: recorded option '{option}' must be {expected}, got {value!r}: the run file was edited or is damaged"
     )
+
+
+def test_a_rejudged_run_points_at_the_evidence_it_was_judged_from(example_run: ExampleRun, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    shutil.copytree(example_run.state, state)  # the shared run is only read: re-judge a copy of its folder
+    store, original = Store(state), example_run.run
+    assert all(row.evidence for row in original.rows)
+
+    first = rejudge(original.run_id, RunOptions(paths=(), out=str(state))).run
+    again = rejudge(first.run_id, RunOptions(paths=(), out=str(state))).run  # a re-judged run re-judged
+
+    for run in (first, again):
+        folder = store.run_dir(run.run_id)
+        assert not (folder / "evidence").exists(), "a re-judged run writes no evidence of its own"
+        assert [row.evidence for row in run.rows] == [f"../{original.run_id}/{row.evidence}" for row in original.rows]
+        for row in run.rows:
+            assert (folder / str(row.evidence)).resolve() == (
+                store.run_dir(original.run_id) / str(row.evidence)
+            ).resolve()
+            assert (folder / str(row.evidence)).is_file()
+        assert load_run(store.run_file(run.run_id)).rows == run.rows

@@ -10,7 +10,7 @@ import fixtures_core.runner as runner
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import load_run
-from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
+from fixtures_core.runner import Recorder, RunOptions, RunStop, complete, plan, store_for
 from flows.local import run_rows_locally
 
 
@@ -27,8 +27,8 @@ def test_a_failure_while_finalizing_still_ends_the_run_with_an_err_run_json(
         raise RuntimeError("a bug in finalize")
 
     monkeypatch.setattr(runner, "finalize_rows", broken)  # fault injection: the code after it must cope
-    run = complete(recorder, options, rows, "interrupted: samples were cancelled")
-    assert run.status == "ERR"
+    run = complete(recorder, options, rows, RunStop("cancelled", "interrupted: samples were cancelled"))
+    assert (run.status, run.stopped) == ("ERR", "cancelled")
     assert run.error == "interrupted: samples were cancelled; finalize failed: RuntimeError: a bug in finalize"
     assert [(r.name, r.status) for r in run.rows] == [("a", "PASS"), ("b", "FAIL")]
     assert (run.summary.passed, run.summary.failed, run.summary.samples) == (1, 1, 2)

@@ -106,6 +106,7 @@ def test_a_first_signal_while_samples_run_stops_them_and_closes_the_run_as_err(
     assert error_lines(capfd.readouterr().err) == ["assay: SIGINT: stopping samples (again to stop at once)"]
     document = only_run(tmp_path / "state")
     assert document["status"] == "ERR" and str(document["error"]).startswith("interrupted")
+    assert document["stopped"] == "cancelled"
     assert processes_with(marker) == []
 
 
@@ -143,6 +144,7 @@ def test_a_signal_while_finalizing_records_the_run_as_interrupted(
     document = only_run(tmp_path / "state")
     assert document["status"] == "ERR"
     assert document["error"] == "interrupted by SIGINT while the run closed (it was PASS)"
+    assert document["stopped"] == "cancelled"
     assert load_run(tmp_path / "state" / "latest.json").status == "ERR"
 
 
@@ -229,6 +231,7 @@ def test_a_signal_to_a_running_assay_exits_2_with_an_err_run(
     assert error_lines(err) == [f"assay: {signum.name}: stopping samples (again to stop at once)"]
     document = only_run(tmp_path / "state")
     assert document["status"] == "ERR" and str(document["error"]).startswith("interrupted")
+    assert document["stopped"] == "cancelled"
     assert processes_with(marker) == []
 
 

@@ -119,7 +119,8 @@ def test_no_secret_reaches_any_output_or_stored_file(tmp_path: Path) -> None:
     # The checks saw the real output: 'answers' asserts the key is there, and passes.
     document = json.loads((out / "run.json").read_text())
     rows = {r["name"]: r for f in document["fixtures"] for r in f["rows"]}
-    assert rows["answers"]["samples"][0]["assertions"]["status"] == "pass"
+    checked = [s for s in rows["answers"]["samples"] if "assertions" in s]
+    assert checked and checked[0]["assertions"]["status"] == "pass"
     # What is kept says where a secret was.
     evidence = (out / "state" / "runs" / document["run_id"] / rows["answers"]["evidence"]).read_text()
     assert evidence.count("[REDACTED]") >= 2 * 6  # 2 samples x (3 keys + token + account in stdout, keys in stderr)

@@ -118,7 +118,8 @@ def test_a_prefect_global_concurrency_limit_is_visible_while_samples_hold_it(tmp
                 return [g.active_slots if g is not None and g.limit == 2 else None for g in found]
 
             wait_until(lambda: in_use() == [2, 2], "both providers' global concurrency limits show 2 of 2 in use")
-            assert peak_in_flight(log) == {"a": 2, "b": 2}
+            # A sample logs its start a moment after its slot is taken: wait for the log, too.
+            wait_until(lambda: peak_in_flight(log) == {"a": 2, "b": 2}, "two samples of each provider started")
             go.touch()
             out, err = run.communicate(timeout=300)
             assert run.returncode == 0, out + err
@@ -217,6 +218,7 @@ def test_a_budget_stops_new_samples_and_names_what_it_skipped(tmp_path: Path) ->
     assert rows["second"]["status"] == rows["third"]["status"] == "SKIP"
     assert rows["second"]["samples"] == []
     assert document["error"].startswith("budget exhausted: cost_usd 1 spent of 1 (")
+    assert document["stopped"] == rows["second"]["stopped"] == rows["third"]["stopped"] == "budget"
     assert "2 row(s) skipped: second, third" in document["error"]
     assert "budget exhausted" in done.stdout and "second" in done.stdout
 

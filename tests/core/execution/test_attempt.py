@@ -10,6 +10,8 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.parsing.parser import parse_file
@@ -97,7 +99,16 @@ def test_every_attempt_gets_a_fresh_workspace(tmp_path: Path) -> None:
             assert f"+{result.name}-{sample.index}" in diff and diff.count("+++ b/") == 1
 
 
-def test_a_failing_setup_is_an_error_and_the_arm_never_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("setup", "timeout", "error", "stopped"),
+    [
+        ("echo missing fixture data >&2; exit 4", "2m", "setup failed (exit code 4): missing fixture data", None),
+        ("sleep 20", "1s", "setup failed (the row's time budget ran out)", "timeout"),
+    ],
+)
+def test_a_failing_setup_is_an_error_and_the_arm_never_runs(
+    tmp_path: Path, setup: str, timeout: str, error: str, stopped: str | None
+) -> None:
     counter = tmp_path / "counter.txt"
     (row,) = suite_rows(
         tmp_path,
@@ -105,14 +116,16 @@ def test_a_failing_setup_is_an_error_and_the_arm_never_runs(tmp_path: Path) -> N
         exec: bash
         args: ["-c", "echo x >> {counter}"]
         workspace: repo
-        setup: echo missing fixture data >&2; exit 4
+        timeout: {timeout}
+        setup: {setup}
         """,
     )
 
     result = run(row, tmp_path)
 
     assert result.status == "ERR"
-    assert result.error is not None and "setup failed (exit code 4): missing fixture data" in result.error
+    assert result.error is not None and error in result.error
+    assert result.stopped == result.samples[0].stopped == stopped  # out of time is a stop; a wiring error is not
     assert not counter.exists()
 
 
@@ -184,6 +197,7 @@ def test_an_arm_out_of_budget_is_an_error_and_is_not_verified(tmp_path: Path) ->
     result = run(row, tmp_path)
 
     assert result.status == "ERR" and result.error is not None and "timed out" in result.error
+    assert (result.stopped, result.samples[0].stopped) == ("timeout", "timeout")
     assert not verify_counter.exists()
 
 

@@ -143,6 +143,7 @@ def test_an_err_stops_the_row_and_cancels_its_samples_in_flight(tmp_path: Path, 
     by_index = {s.index: s for s in result.samples}
     assert by_index[0].status == "ERR"
     assert by_index[1].status == "ERR" and "the row had stopped" in (by_index[1].error or "")
+    assert (result.stopped, by_index[0].stopped, by_index[1].stopped) == (None, None, "cancelled")
     assert set(by_index) == {0, 1}  # no new sample started after the ERR
     assert not any((started / str(i)).exists() for i in range(2, 6))
 
@@ -155,6 +156,7 @@ def test_a_shared_time_budget_ends_every_sample_by_the_row_deadline(tmp_path: Pa
     assert result.status == "ERR"
     assert [s.index for s in result.samples] == [0, 1]  # the two in flight timed out; no third started
     assert all((s.error or "").startswith("timed out:") for s in result.samples)
+    assert [result.stopped, *(s.stopped for s in result.samples)] == ["timeout"] * 3
 
 
 def test_a_reached_budget_starts_no_new_sample(tmp_path: Path, settings: RunSettings) -> None:
@@ -168,7 +170,8 @@ def test_a_reached_budget_starts_no_new_sample(tmp_path: Path, settings: RunSett
     assert first.status == "ERR"
     assert len(first.samples) == 3  # 2 + 2 < 5 <= 6: the third sample reached it
     assert first.error == "budget exhausted after 3 of 10 samples: cost_usd 6 spent of 5 (fixture.md:2)"
-    assert second.status == "SKIP" and second.samples == ()
+    assert first.stopped == "budget" and all(s.stopped is None for s in first.samples)
+    assert second.status == "SKIP" and second.samples == () and second.stopped == "budget"
     assert second.error == "budget exhausted: cost_usd 6 spent of 5 (fixture.md:2) before the row started"
 
 

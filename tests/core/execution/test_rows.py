@@ -216,6 +216,7 @@ def test_missing_program_is_an_err_row(tmp_path: Path, settings: RunSettings, co
     assert result.status == "ERR"
     assert len(result.samples) == 1
     assert result.error == "sample 0: cannot start 'assay-no-such-program-xyz': No such file or directory"
+    assert result.stopped is None  # an error, not a stop
 
 
 # --- command failure outcomes -----------------------------------------------------------------
@@ -257,6 +258,7 @@ def test_budget_running_out_in_the_first_sample_is_err_and_kills_the_group(
     assert result.samples[0].status == "ERR"
     assert result.samples[0].exit_code is None
     assert result.error == "sample 0: timed out: the row's 1s budget ran out (the sample's processes were killed)"
+    assert (result.stopped, result.samples[0].stopped) == ("timeout", "timeout")
     assert result.outcomes.command == "error"
     assert gone_soon(int(leader.read_text()))
     assert gone_soon(int(child.read_text()))
@@ -273,6 +275,7 @@ def test_budget_is_shared_by_all_samples(tmp_path: Path, settings: RunSettings, 
     assert result.status == "ERR"
     assert len(lines(counter)) < 3
     assert result.error is not None and "1s budget ran out" in result.error
+    assert result.stopped == "timeout"
 
 
 # --- cancellation -----------------------------------------------------------------------------------
@@ -301,6 +304,7 @@ def test_cancel_kills_the_running_sample_and_ends_the_row_err(
     assert len(result.samples) == 1
     assert lines(counter) == ["x"]
     assert result.error is not None and "cancelled" in result.error
+    assert (result.stopped, result.samples[0].stopped) == ("cancelled", "cancelled")
     assert gone_soon(int(child.read_text()))
 
 
@@ -311,6 +315,7 @@ def test_rows_started_after_cancel_run_nothing(tmp_path: Path, settings: RunSett
     assert result.status == "ERR"
     assert result.samples == ()
     assert result.error == "cancelled after 0 of 2 samples"
+    assert result.stopped == "cancelled"
     assert not counter.exists()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,24 @@ def test_a_valid_document_round_trips_equal(tmp_path: Path, document: dict[str, 
     assert from_document(to_document(small_run())) == small_run()
 
 
+def test_why_a_run_row_and_sample_stopped_round_trips_and_older_documents_load_without_it(tmp_path: Path) -> None:
+    run = small_run()
+    row = run.rows[0]
+    sample = replace(row.samples[0], status="ERR", stopped="timeout")
+    row = replace(row, status="ERR", samples=(sample,), stopped="timeout")
+    run = replace(run, status="ERR", error="interrupted: samples were cancelled", stopped="cancelled",
+                  fixtures=(replace(run.fixtures[0], rows=(row,)),))  # fmt: skip
+    document = to_document(run)
+    keys = list(document)
+    assert keys[keys.index("status") :][:3] == ["status", "error", "stopped"]
+    assert document["fixtures"][0]["rows"][0]["stopped"] == "timeout"
+    assert from_document(document) == run
+    # A document written before ``stopped`` existed (this one's form without it) loads with None.
+    older = to_document(small_run())
+    assert "stopped" not in older and "stopped" not in older["fixtures"][0]["rows"][0]
+    assert load_run(write(tmp_path, older)).stopped is None
+
+
 ROW = "fixtures[0].rows[0]"
 
 
@@ -112,6 +131,10 @@ ROW = "fixtures[0].rows[0]"
         (
             lambda d: d["fixtures"][0]["rows"][0]["command"].append(None),
             f"{ROW}.command[2]: expected str, got null None",
+        ),
+        (
+            lambda d: d["fixtures"][0]["rows"][0].update(stopped="later"),
+            f"{ROW}.stopped: 'later' is not one of timeout, cancelled, budget, crashed",
         ),
     ],
 )
