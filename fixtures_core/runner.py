@@ -30,8 +30,7 @@ from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.resume import (
     check_fixtures,
     check_resumable,
-    read_started,
-    resolve_started,
+    find_started,
     resumed_rows,
     write_started,
 )
@@ -197,7 +196,7 @@ def plan(options: RunOptions) -> Plan:
     if options.resume is None:
         return Plan(selected, baseline)
     store = store_for(options)
-    started = read_started(resolve_started(store, options.resume))
+    started = find_started(store, options.resume)
     check_fixtures(started, selected)
     resumed = resumed_rows(store, started.run_id, selected)
     return Plan(selected, baseline, resumed, started.run_id, started.started_at)
@@ -219,7 +218,7 @@ def resume_options(options: RunOptions) -> RunOptions:
     if options.resume is None:
         return options
     store = store_for(options)
-    started = read_started(resolve_started(store, options.resume))
+    started = find_started(store, options.resume)
     check_resumable(store, started)
     defaults = RunOptions(paths=())
     changed = [f.name for f in dataclasses.fields(RunOptions) if getattr(options, f.name) != getattr(defaults, f.name)]

@@ -17,6 +17,7 @@ with one complete ``run.json``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from fixtures_core.spec import Matrix
 STARTED = "started.json"
 STARTED_SCHEMA = "assay.started/v1"
 _MAX_STARTED_BYTES = 16 * 1024 * 1024
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a folder name under runs/, never a path
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,21 @@ def resolve_started(store: Store, reference: str) -> Path:
         f"--resume {reference}: no run with a {STARTED} there or under {store.root}/runs "
         "(give a run id from `assay history`, its folder, or latest)"
     )
+
+
+def find_started(store: Store, reference: str) -> Started:
+    """The start record of a run of this state folder (``--resume REFERENCE``); a record that is
+    not one, or names another folder's run, is refused: a resumed run writes only into its own folder."""
+    path = resolve_started(store, reference)
+    started = read_started(path)
+    if not _RUN_ID.fullmatch(started.run_id):
+        raise BaselineError(str(path), f"start record with an invalid run id {started.run_id!r}")
+    if path.parent.resolve() != store.run_dir(started.run_id).resolve():
+        raise UsageError(
+            f"--resume {reference}: run {started.run_id} is not in the state folder {store.root} "
+            "(give --out the folder it ran with)"
+        )
+    return started
 
 
 def read_started(path: Path) -> Started:

@@ -3,13 +3,14 @@ again, what finished on its own is kept. ``stopped`` decides, never the wording 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import UsageError
+from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.parsing.matrix import load_matrix
-from fixtures_core.records.resume import Started, check_resumable, resumed_rows
+from fixtures_core.records.resume import Started, check_resumable, find_started, resumed_rows
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, Outcomes, RowResult, SampleResult, Stop
 from fixtures_core.runner import Recorder, RunOptions, RunStop, complete, store_for
@@ -106,3 +107,27 @@ def test_only_a_run_an_interrupt_stopped_can_be_resumed(
         return
     with pytest.raises(UsageError, match="only an interrupted or killed run can be resumed"):
         check_resumable(recorder.store, started)
+
+
+def start_record(folder: Path, run_id: str) -> None:
+    folder.mkdir(parents=True)
+    document = {"schema": "assay.started/v1", "run_id": run_id, "started_at": "2026-11-30T00:00:00Z",
+                "options": {"paths": ["x.md"]}, "fixtures": {}}  # fmt: skip
+    (folder / "started.json").write_text(json.dumps(document))
+
+
+def test_a_start_record_naming_a_path_as_its_run_id_is_refused(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    start_record(store.run_dir("r1"), "../../elsewhere")
+    with pytest.raises(BaselineError, match=r"start record with an invalid run id '\.\./\.\./elsewhere'"):
+        find_started(store, "r1")
+
+
+def test_a_run_of_another_state_folder_is_not_resumed_into_this_one(tmp_path: Path) -> None:
+    other = Store(tmp_path / "other")
+    start_record(other.run_dir("r1"), "r1")
+    with pytest.raises(
+        UsageError, match=r"run r1 is not in the state folder .*state \(give --out the folder it ran with\)"
+    ):
+        find_started(Store(tmp_path / "state"), str(other.run_dir("r1")))
+    assert find_started(other, str(other.run_dir("r1"))).run_id == "r1"
