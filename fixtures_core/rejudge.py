@@ -21,8 +21,8 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import new_run_id
-from fixtures_core.reports.describe import excerpt
 from fixtures_core.runner import Recorder, Rejudging, RunOptions, complete, plan, store_for
+from fixtures_core.text import excerpt
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,6 @@ class _Recorded:
 
     def _wrong(self, name: str, expected: str, value: object) -> UsageError:
         return UsageError(
-            f"{self.run_file}: recorded option '{name}' must be {expected}, got {excerpt(repr(value))}: "
+            f"{self.run_file}: recorded option '{name}' must be {expected}, got {excerpt(repr(value), 300)}: "
             "the run file was edited or is damaged"
         )

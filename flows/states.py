@@ -24,8 +24,9 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe, reasons
+from fixtures_core.reports import describe
 from fixtures_core.results import RowResult, SampleResult
+from fixtures_core.text import excerpt
 
 T = TypeVar("T")
 _MESSAGE_CHARS = 400
@@ -79,9 +80,9 @@ def sample_state(sample: SampleResult) -> State[Any]:
 
 def sample_reason(sample: SampleResult) -> str:
     """Why a sample did not pass (the reports' words), with the false CEL itself and the exit code."""
-    reason = reasons.sample_reason(sample)
+    reason = describe.sample_reason(sample)
     assertion = sample.assertions
-    if reason == reasons.CEL_FALSE and assertion is not None and assertion.expression:
+    if reason == describe.CEL_FALSE and assertion is not None and assertion.expression:
         reason += f": {assertion.expression}"
     if sample.exit_code is not None and "exit code" not in reason:
         reason += f" (exit code {sample.exit_code})"
@@ -91,7 +92,7 @@ def sample_reason(sample: SampleResult) -> str:
 def sample_log(row_name: str, sample: SampleResult) -> str:
     """A failing sample's log line: which one, why, and the first lines of its stderr (bounded)."""
     line = f"sample {sample.index} of '{row_name}' {sample.status}: {_bounded(sample_reason(sample))}"
-    stderr = describe.excerpt(sample.stderr)
+    stderr = describe.output_excerpt(sample.stderr)
     if stderr:
         line += "\nstderr:\n" + "\n".join("  " + text for text in stderr.splitlines())
     return line
@@ -103,17 +104,17 @@ def row_state(row: RowResult) -> State[Any]:
 
 
 def row_message(row: RowResult) -> str:
-    """``STATUS: passed/planned samples passed; why``, bounded."""
+    """``STATUS: passed/planned samples passed; why`` (the reports' failure, on one line), bounded."""
     if row.status == "SKIP":
         return "SKIP"
+    told = describe.failure(row)
     message = f"{describe.status_label(row)}: {describe.passed_cell(row)} samples passed"
-    reasons = [row.error] if row.error else []
-    failing = [sample for sample in row.samples if sample.status == "FAIL"]
+    reasons = [told.error] if told.error else []
+    failing = [sample for sample in row.samples if sample.status == "FAIL"]  # an ERR sample's error is the row's
     if failing:
         indices = ", ".join(str(sample.index) for sample in failing)
-        false_cel = [s.assertions for s in failing if s.assertions is not None and s.assertions.status == "fail"]
-        if false_cel and false_cel[0].expression:
-            reasons.append(f"CEL {false_cel[0].expression} false on samples {indices}")
+        if told.expression and any(s.assertions is not None and s.assertions.status == "fail" for s in failing):
+            reasons.append(f"CEL {told.expression} false on samples {indices}")
         else:
             reasons.append(f"samples {indices} failed; sample {failing[0].index}: {sample_reason(failing[0])}")
     message += "".join(f"; {reason}" for reason in reasons)
@@ -149,4 +150,5 @@ def verdict_message(run: RunResult) -> str:
 
 
 def _bounded(text: str, limit: int = _MESSAGE_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """At most ``limit`` characters, the cut marked (a state message has a bound of its own)."""
+    return excerpt(text, limit - 1)

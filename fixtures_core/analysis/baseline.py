@@ -48,6 +48,7 @@ from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.results import MetricSummary, RowResult, Status
 from fixtures_core.spec import Threshold
+from fixtures_core.text import excerpt
 
 if TYPE_CHECKING:  # rundoc stores a Comparison in the run document, so it imports this module
     from fixtures_core.records.rundoc import RunResult
@@ -483,5 +484,4 @@ def _warnings(baseline: RunResult, current: RunResult, pairs: list[tuple[RowResu
 
 
 def _shown(command: Sequence[str], limit: int = 60) -> str:
-    text = shlex.join(command)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return excerpt(shlex.join(command), limit)

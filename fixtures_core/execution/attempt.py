@@ -39,6 +39,7 @@ from fixtures_core.redaction import Redactor, redactor
 from fixtures_core.results import SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import Attempt, Finding, VerifyResult, matches_case
+from fixtures_core.text import excerpt
 
 if TYPE_CHECKING:  # rows calls this module, so it cannot be imported here at run time
     from fixtures_core.execution.rows import RunSettings
@@ -158,7 +159,8 @@ def _prepare(
             reason = done.error or (
                 "the row's time budget ran out" if done.timed_out else f"exit code {done.exit_code}"
             )
-            raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(_tail(output))}", done.stopped)
+            last = excerpt(output, 300, lines=3, tail=True).replace("\n", " ")  # where its error is, on one line
+            raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(last)}", done.stopped)
     workspace.start = workspace.commit("assay: setup")
     trail.timing["setup_ms"] = ms_since(started)
     return workspace
@@ -245,8 +247,3 @@ def _verify_value(result: VerifyResult) -> dict[str, object]:
 
 def _finding_value(finding: Finding) -> dict[str, object]:
     return {k: v for k, v in asdict(finding).items() if v is not None}
-
-
-def _tail(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.strip().splitlines()[-3:])
-    return flat if len(flat) <= limit else "…" + flat[-limit:]

@@ -23,6 +23,7 @@ from fixtures_core.limits import LimitExceeded
 from fixtures_core.parsing.builtins import cel_names
 from fixtures_core.results import Check, MetricValue, Outcome, SampleResult, Status
 from fixtures_core.spec import RowSpec
+from fixtures_core.text import excerpt
 
 FILES_LIMIT = 1024 * 1024
 _EXCERPT = 120
@@ -183,10 +184,10 @@ def _command_failure(row: RowSpec, exit_code: int | None, stdout: str, stderr: s
             continue
         if golden is not None:  # a golden file is compared exactly, as Gavel does
             if actual != wanted:
-                return f"{stream} {_excerpt(actual)!r} differs from golden file {golden}"
+                return f"{stream} {excerpt(actual, _EXCERPT)!r} differs from golden file {golden}"
         # A table cell cannot hold a trailing newline, so trailing newlines are not compared.
         elif actual.rstrip("\r\n") != wanted.rstrip("\r\n"):
-            return f"{stream} {_excerpt(actual)!r} is not the expected {_excerpt(wanted)!r}"
+            return f"{stream} {excerpt(actual, _EXCERPT)!r} is not the expected {excerpt(wanted, _EXCERPT)!r}"
     return None
 
 
@@ -230,7 +231,7 @@ def _not_json(stdout: str) -> str:
         return f"stdout is {exc}"
     except ValueError:
         pass
-    return f"stdout is not a JSON object or array: {_excerpt(stdout)!r}"
+    return f"stdout is not a JSON object or array: {excerpt(stdout, _EXCERPT)!r}"
 
 
 def _parse_observation(stdout: str) -> object | None:
@@ -332,8 +333,3 @@ def _extract(name: str, program: Program, context: Mapping[str, object], not_jso
     if not math.isfinite(value):
         return MetricValue("error", error=f"sample {index}: {program.expression} gave {value}, not a finite number")
     return MetricValue("pass", value=float(value) if isinstance(value, float) else value)
-
-
-def _excerpt(text: str) -> str:
-    flat = text.strip()
-    return flat if len(flat) <= _EXCERPT else flat[:_EXCERPT] + "…"

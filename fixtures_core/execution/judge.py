@@ -40,6 +40,7 @@ from fixtures_core.files import json_text, slug, write_json_atomic, write_text_a
 from fixtures_core.parsing.template import render
 from fixtures_core.results import SampleResult
 from fixtures_core.suite import JudgeSpec
+from fixtures_core.text import excerpt
 
 JUDGE_FOLDER = "judge"
 TIE = "tie"
@@ -260,7 +261,7 @@ def _call(
         sample=index,
         labels=labels,
         error=f"{problem} (output kept in {kept})",
-        output=_excerpt(stdout or stderr),
+        output=excerpt(stdout or stderr, _EXCERPT),
     )
 
 
@@ -274,8 +275,8 @@ def _process_problem(
     if error is not None:
         return f"judge: {error}"
     if exit_code != 0:
-        tail = " ".join(stderr.strip().splitlines()[-2:])
-        return f"judge exited with code {exit_code}" + (f": {tail[:200]}" if tail else "")
+        tail = excerpt(stderr, 200, lines=2, tail=True).replace("\n", " ")
+        return f"judge exited with code {exit_code}" + (f": {tail}" if tail else "")
     return None
 
 
@@ -392,8 +393,8 @@ def provenance_of(spec: JudgeSpec, cwd: str, containment: Containment) -> str | 
     )
     text = (done.stdout or done.stderr).decode("utf-8", "replace").strip()
     if done.exit_code != 0:
-        return f"provenance command failed ({done.error or f'exit code {done.exit_code}'}): {_excerpt(text)}"
-    return _excerpt(text)
+        return f"provenance command failed ({done.error or f'exit code {done.exit_code}'}): {excerpt(text, _EXCERPT)}"
+    return excerpt(text, _EXCERPT)
 
 
 def judge_command(spec: JudgeSpec, values: Mapping[str, object]) -> tuple[str, ...]:
@@ -416,8 +417,3 @@ def _judgment_document(judgment: Judgment, seed: int) -> dict[str, object]:
             for arm, s in judgment.scores.items()
         },
     }
-
-
-def _excerpt(text: str) -> str:
-    flat = text.strip()
-    return flat if len(flat) <= _EXCERPT else flat[:_EXCERPT] + "…"

@@ -23,6 +23,7 @@ from fixtures_core.execution.judge import (
     provenance_of,
     rubric_text,
 )
+from fixtures_core.parsing.builtins import suite_template_values
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import JudgeSpec, SuiteSpec
@@ -71,7 +72,7 @@ def judge_suite(
     for case, arms in _cases(members).items():
         first = next(iter(arms.values()))
         assert first.ab is not None
-        values = {**first.ab.shared, "name": case, "sourceDir": first.source_dir}
+        values = suite_template_values(first.ab.shared, case, first.source_dir)
         calls[case] = JudgeCall(judge, judge_command(judge, values), case, first.ab.shared, first.source_dir, rubric)
         samples[case] = _complete_samples({arm: results[spec.id] for arm, spec in arms.items() if spec.id in results})
     cwd = next((spec.source_dir for spec in members), ".")

@@ -25,6 +25,9 @@ PLATFORM_ENV = ("GOOS", "GOARCH", "GIT_ROOT_DIR", "GO_ROOT_DIR", "ROOT_DIR", "GO
 TEMPLATE_BUILTINS = ("name", "sample", "tmpdir", "sourceDir", "CWD", "workDir", *PLATFORM_ENV)
 # Names CEL can use besides the sample's own variables (stdout, json, ...) and the row's properties.
 CEL_BUILTINS = ("name", "sourceDir", "CWD", "workDir", "ansi", *PLATFORM_ENV)
+# Names a suite's own templates (its workspace folder, its judge command) can use besides properties:
+# they are rendered once per row or case, outside any sample, so they see no sample, env or platform.
+SUITE_TEMPLATE_BUILTINS = ("name", "sourceDir")
 
 _GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i386": "386", "i686": "386"}
 _GO_OS = {"linux2": "linux", "win32": "windows", "cygwin": "windows"}
@@ -80,6 +83,11 @@ UNSUPPORTED_NAMES = {
 def template_names(row: RowSpec) -> list[str]:
     """Every name a row's templates may use: properties, env variables, built-ins."""
     return [*row.properties, *row.env, *TEMPLATE_BUILTINS]
+
+
+def suite_template_values(properties: Mapping[str, object], name: str, source_dir: str) -> dict[str, object]:
+    """What a suite's workspace folder or judge command can refer to (``SUITE_TEMPLATE_BUILTINS``)."""
+    return {**properties, "name": name, "sourceDir": source_dir}
 
 
 def cel_names(row: RowSpec) -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError, UsageError
-from fixtures_core.parsing.builtins import template_names
+from fixtures_core.parsing.builtins import SUITE_TEMPLATE_BUILTINS, suite_template_values, template_names
 from fixtures_core.parsing.config import (
     Where,
     read_env,
@@ -412,7 +412,7 @@ def _suite_row_errors(row: RowSpec) -> list[FixtureError]:
     known = [*template_names(row), *workspace_names(row)]
     templated = [("setup", suite.setup, known)] + [("verify", v.run, known) for v in suite.verify]
     if suite.judge is not None:  # one judge call per case: it sees what the arms share
-        shared = [*row.ab.shared, "name", "sourceDir"]
+        shared = [*row.ab.shared, *SUITE_TEMPLATE_BUILTINS]
         templated += [("judge.command", part, shared) for part in suite.judge.command]
     for field, text, names in templated:
         if text is None:
@@ -435,7 +435,7 @@ def _suite_row_errors(row: RowSpec) -> list[FixtureError]:
 
 def _workspace_errors(row: RowSpec, template: str) -> list[FixtureError]:
     try:
-        check_names(template, [*row.properties, "name", "sourceDir"])
+        check_names(template, [*row.properties, *SUITE_TEMPLATE_BUILTINS])
     except TemplateError as exc:
         return [FixtureError(row.file, row.line, f"row '{row.name}': {exc}", "workspace")]
     folder = workspace_folder(row)
@@ -447,7 +447,7 @@ def _workspace_errors(row: RowSpec, template: str) -> list[FixtureError]:
 def workspace_folder(row: RowSpec) -> Path:
     """The folder copied fresh for every attempt of a suite row (relative to the fixture file's folder)."""
     assert row.ab is not None and row.ab.suite.workspace is not None
-    values: dict[str, object] = {**row.properties, "name": row.name, "sourceDir": row.source_dir}
+    values = suite_template_values(row.properties, row.name, row.source_dir)
     return Path(row.source_dir) / render(row.ab.suite.workspace, values)
 
 

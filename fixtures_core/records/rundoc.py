@@ -34,6 +34,7 @@ from fixtures_core.files import write_text_atomic as write_text_atomic
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.shareable import shareable_row
 from fixtures_core.results import RowResult, Status, Stop
+from fixtures_core.text import excerpt
 
 SCHEMA = "assay.run/v1"
 T = TypeVar("T")
@@ -206,7 +207,7 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
         data["summary"] = summary
         decoded = _decode(data, RunResult)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # any shape other than the schema's
-        raise BaselineError(path, f"malformed run document: {_cut(str(exc))}") from None
+        raise BaselineError(path, f"malformed run document: {excerpt(str(exc), 160)}") from None
     assert isinstance(decoded, RunResult)
     return upgrade(decoded)
 
@@ -230,11 +231,7 @@ def decode(value: object, hint: type[T]) -> T:
 
 def _short(value: object, limit: int = 160) -> str:
     """A value for a one-line message: its repr, cut."""
-    return _cut(repr(value), limit)
-
-
-def _cut(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
+    return excerpt(repr(value), limit)
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_@.-]+")
@@ -349,5 +346,5 @@ def load_run(path: str | Path) -> RunResult:
     except LimitExceeded as exc:
         raise BaselineError(shown, str(exc)) from None
     except ValueError as exc:  # UnicodeDecodeError too
-        raise BaselineError(shown, f"not JSON ({_cut(str(exc))})") from None
+        raise BaselineError(shown, f"not JSON ({excerpt(str(exc), 160)})") from None
     return from_document(document, shown)  # type: ignore[arg-type]

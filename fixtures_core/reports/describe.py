@@ -1,7 +1,10 @@
 """The words and figures every report of a run shows, as plain text.
 
 The terminal report styles them and the Markdown report lays them out as
-Markdown; both read them from here, so they say the same thing.
+Markdown; the HTML and JUnit reports and the Prefect states read the same
+words (why a sample or a row did not pass, an output excerpt) from here, so
+every report says the same thing. Reports read results only; these words
+never decide a status.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from typing import Literal
 
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.results import MetricSummary, RowResult, Status
+from fixtures_core.results import MetricSummary, RowResult, SampleResult, Status
+from fixtures_core.text import excerpt
 
 _EXCERPT_LINES = 4
 _EXCERPT_CHARS = 300
+CEL_FALSE = "CEL assertion false"
 
 MarkKind = Literal["informational", "fail", "error", "not_evaluated", "ok"]
 
@@ -137,32 +142,63 @@ def failures(run: RunResult) -> list[Failure]:
 def failure(row: RowResult) -> Failure:
     """The failure details of one row."""
     bad = [s for s in row.samples if not s.passed]
-    expression = next((s.assertions.expression for s in bad if s.assertions and s.assertions.expression), None)
     reason = None
     excerpts: tuple[tuple[str, str], ...] = ()
     if bad:
         first = bad[0]
-        reason = first.error or (first.assertions.error if first.assertions else None)
-        if reason and reason in (row.error or ""):
+        reason = sample_reason(first)
+        if reason in (row.error or ""):
             reason = None  # already said by the row's error
-        streams = (("stdout", excerpt(first.stdout)), ("stderr", excerpt(first.stderr)))
+        streams = (("stdout", output_excerpt(first.stdout)), ("stderr", output_excerpt(first.stderr)))
         excerpts = tuple((stream, text) for stream, text in streams if text)
     return Failure(
         row=row,
         where=f"{row.file}:{row.line}",
         error=row.error,
-        expression=expression,
+        expression=assertion_expression(row),
         failing_samples=tuple(s.index for s in bad),
         sample_reason=reason,
         excerpts=excerpts,
     )
 
 
-def excerpt(text: str) -> str:
-    """The first few lines of an output, bounded."""
-    lines = text.strip().splitlines()[:_EXCERPT_LINES]
-    joined = "\n".join(lines)
-    return joined if len(joined) <= _EXCERPT_CHARS else joined[:_EXCERPT_CHARS] + "…"
+def output_excerpt(text: str) -> str:
+    """The first few lines of a sample's output, bounded, as reports quote it."""
+    return excerpt(text, _EXCERPT_CHARS, lines=_EXCERPT_LINES)
+
+
+def sample_reason(sample: SampleResult) -> str:
+    """Which check a sample failed: its error, the command expectation, or the CEL assertion."""
+    if sample.error:
+        return sample.error
+    if sample.command.status != "pass" and sample.command.error:
+        return sample.command.error
+    assertion = sample.assertions
+    if assertion is not None and assertion.status == "error":
+        return assertion.error or "CEL error"
+    if assertion is not None and assertion.status == "fail":
+        return CEL_FALSE
+    return sample.status
+
+
+def row_reason(row: RowResult) -> str | None:
+    """Why a row did not pass (None for PASS): its own error, else its failing samples' check."""
+    if row.status == "PASS":
+        return None
+    if row.error:
+        return row.error
+    if row.status == "SKIP":
+        return "skipped"
+    bad = [s for s in row.samples if not s.passed]
+    if not bad:
+        return row.status
+    which = ", ".join(str(s.index) for s in bad)
+    return f"{sample_reason(bad[0])} on sample{'s' if len(bad) > 1 else ''} {which} of {len(row.samples)}"
+
+
+def assertion_expression(row: RowResult) -> str | None:
+    """The CEL assertion a row's samples were checked with, if any."""
+    return next((s.assertions.expression for s in row.samples if s.assertions and s.assertions.expression), None)
 
 
 def suite_line(figures: SuiteFigures) -> str:

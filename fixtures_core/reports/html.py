@@ -17,8 +17,8 @@ from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, plots
 from fixtures_core.reports.comparison import Mark, comparison_lines, still_failing_text
-from fixtures_core.reports.reasons import assertion_expression, row_reason, sample_reason
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
+from fixtures_core.text import excerpt
 
 _EXCERPT_LINES = 20
 _EXCERPT_CHARS = 1500
@@ -127,7 +127,7 @@ def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
             f'<tr class="row" data-row="{escape(row.name)}" data-status="{row.status}">'
             f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{describe.passed_cell(row)}</td>"
             f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
-            f"<td class='num'>{median}</td><td>{escape(row_reason(row) or '')}</td></tr>"
+            f"<td class='num'>{median}</td><td>{escape(describe.row_reason(row) or '')}</td></tr>"
         )
     return f'<h2 id="rows">Rows</h2>\n<table class="rows">{head}\n' + "\n".join(lines) + "</table>"
 
@@ -320,10 +320,10 @@ def _row_details(row: RowResult, anchor: str) -> str:
         f'<span class="muted">{describe.passed_cell(row)} passed · {escape(where)}</span></summary>'
     )
     body = []
-    reason = row_reason(row)
+    reason = describe.row_reason(row)
     if reason and row.status != "PASS":
         body.append(f"<p>{escape(reason)}</p>")
-    expression = assertion_expression(row)
+    expression = describe.assertion_expression(row)
     if expression:
         body.append(f"<p>CEL <code>{escape(expression)}</code></p>")
     props = ", ".join(f"{k}={v}" for k, v in row.properties.items() if isinstance(v, (str, int, float)))
@@ -347,7 +347,7 @@ def _samples_table(row: RowResult) -> str:
         for name in names:
             value = sample.metrics.get(name)
             values.append("-" if value is None or value.value is None else f"{value.value:.4g}")
-        check = "" if sample.passed else sample_reason(sample)
+        check = "" if sample.passed else describe.sample_reason(sample)
         cells = [
             str(sample.index),
             sample.status,
@@ -370,17 +370,11 @@ def _num_class(index: int, names: Sequence[str]) -> str:
 def _output(sample: SampleResult) -> str:
     blocks = []
     for stream, text in (("stdout", sample.stdout), ("stderr", sample.stderr)):
-        shown = _excerpt(text)
+        shown = excerpt(text, _EXCERPT_CHARS, lines=_EXCERPT_LINES)
         if shown:
             cut = " (excerpt)" if sample.excerpted or shown != text.strip() else ""
             blocks.append(f"<p class='muted'>{stream} of sample {sample.index}{cut}</p><pre>{escape(shown)}</pre>")
     return "".join(blocks)
-
-
-def _excerpt(text: str) -> str:
-    lines = text.strip().splitlines()[:_EXCERPT_LINES]
-    joined = "\n".join(lines)
-    return joined if len(joined) <= _EXCERPT_CHARS else joined[:_EXCERPT_CHARS] + "…"
 
 
 # --- small formats --------------------------------------------------------------

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.records.rundoc import FixtureResult, RunResult
-from fixtures_core.reports.reasons import assertion_expression, row_reason, sample_reason
+from fixtures_core.reports.describe import failure, row_reason, sample_reason
 from fixtures_core.results import RowResult
+from fixtures_core.text import excerpt
 
 _MESSAGE_CHARS = 1000
 # XML 1.0 cannot carry most control characters, even escaped: a sample's output may contain them.
@@ -78,7 +79,7 @@ def _case(row: RowResult, classname: str) -> ET.Element:
     case = ET.Element("testcase", {"name": case_name(row), "classname": classname, "time": _seconds(_row_ms(row))})
     if row.status == "PASS":
         return case
-    reason = _clean(row_reason(row) or row.status)[:_MESSAGE_CHARS]
+    reason = excerpt(_clean(row_reason(row) or row.status), _MESSAGE_CHARS)
     if row.status == "SKIP":
         ET.SubElement(case, "skipped", {"message": reason})
         return case
@@ -127,18 +128,13 @@ def _figures_text(rows: Sequence[RowResult]) -> str:
 
 def _details(row: RowResult) -> str:
     """The failure text: where the row is, its CEL, each failing sample's check, one output excerpt."""
-    lines = [f"{row.file}:{row.line}"]
-    expression = assertion_expression(row)
-    if expression:
-        lines.append(f"CEL: {expression}")
-    bad = [s for s in row.samples if not s.passed]
-    lines += [f"sample {s.index}: {s.status}: {sample_reason(s)}" for s in bad]
-    if bad:
-        first = bad[0]
-        for stream, text in (("stdout", first.stdout), ("stderr", first.stderr)):
-            head = text.strip()[:300]
-            if head:
-                lines += [f"{stream} of sample {first.index} (excerpt):", head]
+    told = failure(row)
+    lines = [told.where]
+    if told.expression:
+        lines.append(f"CEL: {told.expression}")
+    lines += [f"sample {s.index}: {s.status}: {sample_reason(s)}" for s in row.samples if not s.passed]
+    for stream, text in told.excerpts:
+        lines += [f"{stream} of sample {told.first_sample} (excerpt):", text]
     return "\n".join(lines)
 
 

@@ -9,12 +9,12 @@ saved run, the verdict, and where the run document is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
 from fixtures_core.reports.comparison import text_lines
+from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
 
 
 def render(run: RunResult, document: str | Path | None = None) -> str:
@@ -36,28 +36,28 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     for outcome in run.suites:
         lines += ["", *shipgate.suite_markdown(outcome)]
     if run.comparison is not None:
-        lines += ["", "## Comparison with the baseline", "", *_fenced(text_lines(run.comparison))]
+        lines += ["", "## Comparison with the baseline", "", *fenced(text_lines(run.comparison))]
     note = describe.no_comparison_note(run)
     if note:
         lines += ["", note]
     lines += ["", verdict_line(run)]
     if run.error:
-        lines += ["", f"error: {_escape(run.error)}"]
+        lines += ["", f"error: {escape(run.error)}"]
     if document is not None:
-        lines += ["", f"Run document: {_code(str(document))}"]
+        lines += ["", f"Run document: {code(str(document))}"]
     return "\n".join(lines) + "\n"
 
 
 def rows_table(run: RunResult) -> list[str]:
     """One line per row: status (with the flaky label), samples passed, median time, pass@k, pass^k."""
     k = describe.k_label(run)
-    lines = [_row("row", "status", "passed", "median", f"pass@{k}", f"pass^{k}"), "|---|---|---:|---:|---:|---:|"]
+    lines = [table_row("row", "status", "passed", "median", f"pass@{k}", f"pass^{k}"), "|---|---|---:|---:|---:|---:|"]
     for row in run.rows:
         median = describe.duration(describe.median_duration_ms(row))
-        status = _escape(describe.status_label(row))
+        status = escape(describe.status_label(row))
         if row.status in ("FAIL", "ERR"):
             status = f"**{status}**"
-        lines.append(_row(_escape(row.name), status, describe.passed_cell(row), median, *describe.passk_cells(row)))
+        lines.append(table_row(escape(row.name), status, describe.passed_cell(row), median, *describe.passk_cells(row)))
     return lines
 
 
@@ -65,29 +65,29 @@ def metrics_table(run: RunResult) -> list[str]:
     """One line per row and metric: aggregate, baseline row value, signed regression, verdict; [] without metrics."""
     if not any(r.metrics for r in run.rows):
         return []
-    lines = [_row("row", "metric", "value", "baseline", "Δ%", ""), "|---|---|---:|---:|---:|---|"]
+    lines = [table_row("row", "metric", "value", "baseline", "Δ%", ""), "|---|---|---:|---:|---:|---|"]
     for row in run.rows:
         for name, metric in row.metrics.items():
             cells = describe.metric_cells(metric)
             texts = (row.name, f"{name} ({metric.aggregate})", cells.value, cells.baseline, cells.delta, cells.mark)
-            lines.append(_row(*map(_escape, texts)))
+            lines.append(table_row(*map(escape, texts)))
     return lines
 
 
 def failure_section(failure: describe.Failure) -> list[str]:
     """Why one row failed: a heading with file:line, then the reasons and an output excerpt."""
     row = failure.row
-    lines = [f"### {row.status} {_escape(row.name)} ({_code(failure.where)})", ""]
+    lines = [f"### {row.status} {escape(row.name)} ({code(failure.where)})", ""]
     if failure.error:
-        lines.append(f"- {_escape(failure.error)}")
+        lines.append(f"- {escape(failure.error)}")
     if failure.expression:
-        lines.append(f"- CEL: {_code(failure.expression)}")
+        lines.append(f"- CEL: {code(failure.expression)}")
     if failure.failing_samples:
         lines.append(f"- failing samples: {', '.join(map(str, failure.failing_samples))}")
     if failure.sample_reason:
-        lines.append(f"- sample {failure.first_sample}: {_escape(failure.sample_reason)}")
+        lines.append(f"- sample {failure.first_sample}: {escape(failure.sample_reason)}")
     for stream, text in failure.excerpts:
-        lines += ["", f"{stream} of sample {failure.first_sample}:", "", *_fenced(text.splitlines())]
+        lines += ["", f"{stream} of sample {failure.first_sample}:", "", *fenced(text.splitlines())]
     return lines
 
 
@@ -95,34 +95,3 @@ def verdict_line(run: RunResult) -> str:
     """The run's verdict, row counts and, when compared, whether it regressed."""
     compared = describe.comparison_verdict(run)
     return f"**{describe.verdict(run)[0]}** {describe.counts(run)}" + (f"; {compared}" if compared else "")
-
-
-def _row(*cells: str) -> str:
-    """A table line of Markdown cells (a pipe inside a cell, even in code, must be escaped)."""
-    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-
-
-def _escape(text: str) -> str:
-    """One line of text that Markdown shows as written (no stray emphasis, links or HTML)."""
-    flat = " ".join(text.split())
-    for char in "\\`*_[]<>":
-        flat = flat.replace(char, "\\" + char)
-    return flat
-
-
-def _code(text: str) -> str:
-    """Inline code that survives backticks in ``text`` (CommonMark: a longer fence)."""
-    flat = " ".join(text.split())
-    fence = "`"
-    while fence in flat:
-        fence += "`"
-    padded = f" {flat} " if flat.startswith("`") or flat.endswith("`") else flat
-    return f"{fence}{padded}{fence}"
-
-
-def _fenced(lines: Sequence[str]) -> list[str]:
-    """A fenced code block that no line of ``lines`` can close early."""
-    fence = "```"
-    while any(line.lstrip().startswith(fence) for line in lines):
-        fence += "`"
-    return [fence, *lines, fence]

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
+from fixtures_core.reports.markdown_text import code, escape, table_row
 from fixtures_core.results import Status
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
@@ -168,29 +169,25 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 def suite_markdown(suite: SuiteOutcome) -> list[str]:
     """One suite's ship-gate report as Markdown lines (``markdown.render`` puts it in every summary)."""
     table = case_table(suite)
-    lines = [f"## A/B suite `{suite.file}`", "", _escape(judge_line(suite)), ""]
-    lines.append("| " + " | ".join(table[0]) + " |")
+    lines = [f"## A/B suite {code(suite.file)}", "", escape(judge_line(suite)), ""]
+    lines.append(table_row(*table[0]))
     lines.append("|---|" + "---:|" * (len(table[0]) - 2) + "---|")
-    lines += ["| " + " | ".join(_escape(cell) for cell in row) + " |" for row in table[1:]]
+    lines += [table_row(*map(escape, row)) for row in table[1:]]
     lines.append("")
     if not suite.dry_run:
-        lines += [f"- {_escape(line)}" for line in summary_lines(suite)]
+        lines += [f"- {escape(line)}" for line in summary_lines(suite)]
         lines.append("")
     if suite.gates:
         lines += ["| gate | severity | outcome |", "|---|---|---|"]
-        lines += [f"| {_escape(g.name)} | {g.severity} | {_gate_cell(g)} |" for g in suite.gates]
+        lines += [table_row(escape(g.name), g.severity, _gate_cell(g)) for g in suite.gates]
         lines.append("")
     problems = problem_lines(suite)
     if problems:
-        lines += [f"- {_escape(line)}" for line in problems] + [""]
+        lines += [f"- {escape(line)}" for line in problems] + [""]
     lines.append(f"**{verdict_text(suite)}**")
     return lines
 
 
 def _gate_cell(gate: GateResult) -> str:
     text = _GATE_MARK[gate.status]
-    return _escape(f"{text}: {gate.error}") if gate.error and gate.status == "error" else text
-
-
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return escape(f"{text}: {gate.error}") if gate.error and gate.status == "error" else text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixtures_core.parsing.builtins import platform_values
+from fixtures_core.parsing.builtins import SUITE_TEMPLATE_BUILTINS, platform_values, suite_template_values
 
 
 def test_roots_are_the_nearest_git_and_go_module_folders(tmp_path: Path) -> None:
@@ -27,3 +27,9 @@ def test_root_dir_falls_back_to_the_go_module_then_the_folder(tmp_path: Path) ->
     assert (values["GIT_ROOT_DIR"], values["GO_ROOT_DIR"], values["ROOT_DIR"]) == ("", "", str(folder))
     (folder / "go.mod").write_text("module x\n")
     assert platform_values(str(folder / "."))["ROOT_DIR"] == str(folder)
+
+
+def test_a_suite_template_sees_its_properties_and_exactly_the_suite_builtins() -> None:
+    values = suite_template_values({"model": "m1"}, "case-1", "/fixtures")
+    assert values == {"model": "m1", "name": "case-1", "sourceDir": "/fixtures"}
+    assert set(values) - {"model"} == set(SUITE_TEMPLATE_BUILTINS)

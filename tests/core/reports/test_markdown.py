@@ -104,10 +104,3 @@ def test_markdown_and_terminal_give_the_same_reasons(run: RunResult) -> None:
                  "pass@2 1 (rows 3/3)", "1 passed, 2 failed, 0 errored, 0 skipped; 12 samples"):  # fmt: skip
         assert line in shown, line
         assert line in text.replace("\\_", "_"), line
-
-
-def test_pipes_in_table_cells_are_escaped_and_code_survives_backticks(run: RunResult) -> None:
-    assert markdown._row("a|b", "c") == "| a\\|b | c |"
-    assert markdown._code("x `y` z") == "``x `y` z``"
-    assert markdown._fenced(["```", "x"]) == ["````", "```", "x", "````"]
-    assert markdown._escape("*not* <b>bold</b>\nnext") == "\\*not\\* \\<b\\>bold\\</b\\> next"
