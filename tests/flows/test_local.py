@@ -1,4 +1,4 @@
-"""What every engine shares: a run always ends with a run.json, ERR when it must."""
+"""The local engine (`flows.local`): a run always ends with a run.json, ERR when it must."""
 
 from __future__ import annotations
 
