@@ -14,12 +14,8 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.errors import FixtureError
-from fixtures_core.parsing.builtins import go_os
 from fixtures_core.parsing.parser import parse_file
 from tests.core.parsing.fixture_files import parse, parse_error, write
-
-GOOS = go_os()
-
 
 # --- files ----------------------------------------------------------------------
 
