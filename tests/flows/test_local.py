@@ -1,35 +1,32 @@
-"""The local engine (`flows.local`): a run always ends with a run.json, ERR when it must."""
+"""The local engine's row loop (``flows.local.run_rows_locally``): rows on threads, each recorded as it
+finishes, results in matrix order whatever order they finished in."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-import fixtures_core.runner as runner
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
-from fixtures_core.records.rundoc import load_run
-from fixtures_core.runner import Recorder, RunOptions, RunStop, complete, plan, store_for
+from fixtures_core.records.evidence import raw_rows
+from fixtures_core.runner import Recorder, RunOptions, plan, store_for
 from flows.local import run_rows_locally
 
 
-def test_a_failure_while_finalizing_still_ends_the_run_with_an_err_run_json(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, containment: Containment
+def test_rows_run_in_parallel_come_back_in_matrix_order_and_are_recorded(
+    tmp_path: Path, containment: Containment
 ) -> None:
     fixture = tmp_path / "f.md"
-    fixture.write_text("| Name | Command |\n|---|---|\n| a | `true` |\n| b | `false` |\n")
+    # The first row waits for the last one to have started, so they finish out of matrix order.
+    started = tmp_path / "last-started"
+    fixture.write_text(
+        "| Name | Command |\n|---|---|\n"
+        f"| first | `while [ ! -e {started} ]; do sleep 0.01; done` |\n"
+        "| middle | `false` |\n"
+        f"| last | `touch {started}` |\n"
+    )
     options = RunOptions(paths=(str(fixture),), out=str(tmp_path / "state"), engine="local")
     recorder = Recorder(store_for(options), "r1", plan(options).matrix)
-    rows = run_rows_locally(recorder, RunSettings(run_id="r1"), containment, parallel=2)
-
-    def broken(*args: object, **kwargs: object) -> object:
-        raise RuntimeError("a bug in finalize")
-
-    monkeypatch.setattr(runner, "finalize_rows", broken)  # fault injection: the code after it must cope
-    run = complete(recorder, options, rows, RunStop("cancelled", "interrupted: samples were cancelled"))
-    assert (run.status, run.stopped) == ("ERR", "cancelled")
-    assert run.error == "interrupted: samples were cancelled; finalize failed: RuntimeError: a bug in finalize"
-    assert [(r.name, r.status) for r in run.rows] == [("a", "PASS"), ("b", "FAIL")]
-    assert (run.summary.passed, run.summary.failed, run.summary.samples) == (1, 1, 2)
-    assert load_run(tmp_path / "state" / "runs" / "r1" / "run.json") == run
+    rows = run_rows_locally(recorder, RunSettings(run_id="r1"), containment, parallel=3)
+    assert [(r.name, r.status) for r in rows] == [("first", "PASS"), ("middle", "FAIL"), ("last", "PASS")]
+    recorded = raw_rows(tmp_path / "state" / "runs" / "r1")
+    assert sorted(r.name for r in recorded.values()) == ["first", "last", "middle"]
