@@ -8,10 +8,9 @@ import pytest
 
 import fixtures_core.runner as runner
 from fixtures_core.execution.containment import Containment
-from fixtures_core.execution.rows import RunSettings
+from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.runner import Recorder, RunOptions, RunStop, complete, plan, store_for
-from flows.local import run_rows_locally
 
 
 def test_a_failure_while_finalizing_still_ends_the_run_with_an_err_run_json(
@@ -21,7 +20,11 @@ def test_a_failure_while_finalizing_still_ends_the_run_with_an_err_run_json(
     fixture.write_text("| Name | Command |\n|---|---|\n| a | `true` |\n| b | `false` |\n")
     options = RunOptions(paths=(str(fixture),), out=str(tmp_path / "state"), engine="local")
     recorder = Recorder(store_for(options), "r1", plan(options).matrix)
-    rows = run_rows_locally(recorder, RunSettings(run_id="r1"), containment, parallel=2)
+    rows = []
+    for spec in recorder.matrix.rows:  # as an engine does: run, record, collect
+        row = run_row(spec, RunSettings(run_id="r1"), containment, on_sample=recorder.on_sample)
+        recorder.on_row(row)
+        rows.append(row)
 
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("a bug in finalize")

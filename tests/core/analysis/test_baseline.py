@@ -28,13 +28,12 @@ from fixtures_core.analysis.baseline import (
 )
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.execution.containment import Containment
-from fixtures_core.execution.rows import RunSettings
+from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.reports.comparison import text_lines
 from fixtures_core.results import Outcome, RowResult, Status
 from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
-from flows.local import run_rows_locally
 
 # Each sample prints {"ms": MS + sample index, "cost": COST} and exits with CODE.
 SCRIPT = 'echo "{\\"ms\\": $(( {{ .ms }} + ASSAY_SAMPLE )), \\"cost\\": {{ .cost }}}"; exit {{ .code }}'
@@ -85,8 +84,12 @@ def run_suite(
     matrix = plan(options).matrix
     run_id = new_run_id()
     recorder = Recorder(store_for(options), run_id, matrix)
-    with Containment() as containment:
-        finished = run_rows_locally(recorder, RunSettings(run_id=run_id), containment, parallel=2)
+    finished = []
+    with Containment() as containment:  # rows one after another: tests/core never imports flows
+        for spec in matrix.rows:
+            row = run_row(spec, RunSettings(run_id=run_id), containment, on_sample=recorder.on_sample)
+            recorder.on_row(row)
+            finished.append(row)
     return complete(recorder, options, finished)
 
 

@@ -1,0 +1,84 @@
+"""What ``run.json`` keeps of the samples' output (``fixtures_core.records.shareable``): nothing of a
+passing sample, the first EXCERPT_CHARS characters per stream of a failing one.
+
+Samples come from real subprocesses (``run_row``), so the output is what a command really printed.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import pytest
+
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.rows import RunSettings, run_row
+from fixtures_core.records.shareable import EXCERPT_CHARS, shareable_row, shareable_sample
+from fixtures_core.results import Check, RowResult, SampleResult, Status
+from fixtures_core.spec import Expectation, RowSpec
+
+# 600 "o" on stdout and 40 "e" on stderr; exits 0 the first time (no marker file yet), 1 after.
+PRINTS = (
+    "import pathlib, sys; print('o' * 600); print('e' * 40, file=sys.stderr); marker = pathlib.Path(sys.argv[1]); "
+    "again = marker.exists(); marker.touch(); sys.exit(1 if again else 0)"
+)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> RowResult:
+    """One real row whose samples run one after another: sample 0 exits 0 (PASS), sample 1 exits 1 (FAIL)."""
+    marker = tmp_path_factory.mktemp("shareable") / "ran-once"
+    spec = RowSpec(
+        file="f.md",
+        line=3,
+        name="prints",
+        argv=(sys.executable, "-c", PRINTS, str(marker)),
+        expect=Expectation(exit_code=0),
+        properties={},
+        repeat=2,
+    )
+    with Containment() as containment:
+        return run_row(spec, RunSettings(run_id="r"), containment)
+
+
+def sample(status: Status, stdout: str, stderr: str = "") -> SampleResult:
+    return SampleResult(0, status, 1.0, 0, stdout, stderr, Check("pass" if status == "PASS" else "fail"))
+
+
+def test_a_passing_sample_keeps_no_output_and_says_so(ran: RowResult) -> None:
+    passed = ran.samples[0]
+    assert (passed.status, len(passed.stdout), len(passed.stderr)) == ("PASS", 601, 41)
+    kept = shareable_sample(passed)
+    assert (kept.stdout, kept.stderr, kept.excerpted) == ("", "", True)
+    assert replace(kept, stdout=passed.stdout, stderr=passed.stderr, excerpted=False) == passed  # nothing else changed
+
+
+def test_a_failing_sample_keeps_the_start_of_each_stream(ran: RowResult) -> None:
+    failed = ran.samples[1]
+    assert (failed.status, failed.exit_code) == ("FAIL", 1)
+    kept = shareable_sample(failed)
+    assert kept.stdout == "o" * EXCERPT_CHARS == failed.stdout[:500]
+    assert kept.stderr == failed.stderr == "e" * 40 + "\n"  # shorter than the limit: whole
+    assert kept.excerpted
+
+
+@pytest.mark.parametrize(
+    ("status", "stdout", "stderr"),
+    [("PASS", "", ""), ("FAIL", "x" * EXCERPT_CHARS, "y"), ("ERR", "", "z" * EXCERPT_CHARS)],
+)
+def test_a_sample_within_the_limit_is_returned_unchanged(status: Status, stdout: str, stderr: str) -> None:
+    original = sample(status, stdout, stderr)
+    assert shareable_sample(original) is original  # not marked excerpted: nothing was cut
+
+
+def test_shareable_sample_is_idempotent(ran: RowResult) -> None:
+    for raw in ran.samples:
+        once = shareable_sample(raw)
+        assert shareable_sample(once) == once
+
+
+def test_shareable_row_reduces_every_sample_and_keeps_the_rest(ran: RowResult) -> None:
+    row = shareable_row(ran)
+    assert row.samples == tuple(shareable_sample(s) for s in ran.samples)
+    assert replace(row, samples=ran.samples) == ran
+    assert [(len(s.stdout), s.excerpted) for s in row.samples] == [(0, True), (EXCERPT_CHARS, True)]

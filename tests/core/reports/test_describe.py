@@ -1,0 +1,134 @@
+"""The words every report shows (``fixtures_core.reports.describe``): durations, failure texts, verdict.
+
+Rows are built by hand where an exact edge is needed, and taken from a real run of the mixed
+fixture (tests/core/reports/conftest.py) where the words must match what the pipeline produced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports import describe
+from fixtures_core.results import Check, Outcomes, RowResult, SampleResult, Status
+
+
+def sample(index: int, status: Status, ms: float, stdout: str = "", stderr: str = "", **fields: object) -> SampleResult:
+    return SampleResult(index, status, ms, 0, stdout, stderr, Check("pass"), **fields)  # type: ignore[arg-type]
+
+
+def row(status: Status, *samples: SampleResult, error: str | None = None, repeat: int = 3) -> RowResult:
+    outcomes = Outcomes("pass", "pass")
+    return RowResult("f.md::r", "f.md", "r", 12, status, repeat, ("true",), {}, samples, outcomes, error=error)
+
+
+# --- durations ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [(None, "-"), (0.4, "0 ms"), (12.6, "13 ms"), (9_999.0, "9999 ms"), (10_000.0, "10.0 s"), (61_250.0, "61.2 s")],
+)
+def test_duration(ms: float | None, shown: str) -> None:
+    assert describe.duration(ms) == shown
+
+
+def test_median_duration_ignores_skipped_samples() -> None:
+    # ran: 30, 10, 20 ms -> median 20; the skipped sample's 1000 ms does not count
+    ran = row(
+        "PASS", sample(0, "PASS", 30.0), sample(1, "SKIP", 1000.0), sample(2, "FAIL", 10.0), sample(3, "PASS", 20.0)
+    )
+    assert describe.median_duration_ms(ran) == 20.0
+    assert describe.median_duration_ms(row("SKIP", sample(0, "SKIP", 5.0))) is None
+    assert describe.median_duration_ms(row("SKIP")) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(None, "-"), (0.0, "0"), (1.0, "1"), (0.5, "0.5"), (2 / 3, "0.667"), (0.1005, "0.101")]
+)
+def test_fraction(value: float | None, shown: str) -> None:
+    assert describe.fraction(value) == shown
+
+
+# --- failure texts --------------------------------------------------------------------------
+
+
+def test_failure_names_failing_samples_their_reason_and_an_excerpt_of_the_first() -> None:
+    cel = Check("fail", expression="json.ok")
+    failed = row(
+        "FAIL",
+        sample(0, "PASS", 1.0, assertions=Check("pass", expression="json.ok")),
+        sample(1, "FAIL", 1.0, "l1\nl2\nl3\nl4\nl5\n", "", assertions=replace(cel, error="json.ok is false")),
+        sample(2, "FAIL", 1.0, "other", "err", assertions=cel),
+    )
+    failure = describe.failure(failed)
+    assert (failure.where, failure.error, failure.expression) == ("f.md:12", None, "json.ok")
+    assert (failure.failing_samples, failure.first_sample) == ((1, 2), 1)
+    assert failure.sample_reason == "json.ok is false"
+    assert failure.excerpts == (("stdout", "l1\nl2\nl3\nl4"),)  # four lines; an empty stream is left out
+
+
+def test_failure_does_not_repeat_the_rows_error_as_the_samples_reason() -> None:
+    failed = row("ERR", sample(0, "ERR", 1.0, error="timed out after 5 s"), error="sample 0: timed out after 5 s")
+    failure = describe.failure(failed)
+    assert (failure.error, failure.sample_reason, failure.failing_samples) == (
+        "sample 0: timed out after 5 s",
+        None,
+        (0,),
+    )
+
+
+def test_failure_excerpt_is_bounded() -> None:
+    failure = describe.failure(row("FAIL", sample(0, "FAIL", 1.0, "x" * 1000)))
+    ((stream, text),) = failure.excerpts
+    assert (stream, len(text), text.endswith("…")) == ("stdout", 301, True)  # 300 characters and the ellipsis
+
+
+def test_failure_of_a_row_whose_samples_all_passed_has_no_sample_details() -> None:
+    failure = describe.failure(row("FAIL", sample(0, "PASS", 1.0), error="metric t: 5 s is above max 1"))
+    assert (failure.failing_samples, failure.first_sample, failure.sample_reason, failure.excerpts) == (
+        (),
+        None,
+        None,
+        (),
+    )
+
+
+def test_failures_of_a_real_run_are_its_fail_and_err_rows_in_order(mixed_run: RunResult) -> None:
+    big, broken = describe.failures(mixed_run)
+    assert (big.row.name, big.where.endswith("mixed.md:15"), big.error) == (
+        "big",
+        True,
+        "metric size: 500 bytes is above max 100",
+    )
+    assert big.failing_samples == ()  # every sample passed its checks: the metric failed the row
+    assert (broken.row.name, broken.expression, broken.failing_samples) == ("broken", "json.size > 0", (0,))
+    assert broken.excerpts == (("stdout", "not json\x01"),)
+
+
+# --- verdict and counts ---------------------------------------------------------------------
+
+
+def test_verdict_and_counts_of_a_real_run(mixed_run: RunResult) -> None:
+    # small, small b PASS; big FAIL; broken ERR (one sample, it stopped the row); later SKIP: 3+3+3+1 samples
+    assert describe.verdict(mixed_run) == ("ERR", "ERR")
+    assert describe.counts(mixed_run) == "2 passed, 1 failed, 1 errored, 1 skipped; 10 samples"
+
+
+@pytest.mark.parametrize(
+    ("status", "dry_run", "shown"),
+    [
+        ("PASS", False, ("PASS", "PASS")),
+        ("FAIL", False, ("FAIL", "FAIL")),
+        ("PASS", True, ("DRY RUN", "SKIP")),  # never a green PASS of what did not run
+        ("ERR", True, ("ERR", "ERR")),
+    ],
+)
+def test_verdict_of_a_dry_run_is_never_pass(
+    mixed_run: RunResult, status: Status, dry_run: bool, shown: tuple[str, Status]
+) -> None:
+    run = replace(mixed_run, status=status, options={**mixed_run.options, "dry_run": dry_run})
+    assert describe.verdict(run) == shown
+    assert describe.counts(run).endswith("; nothing was scored") is dry_run
