@@ -60,13 +60,13 @@ def test_failure_names_failing_samples_their_reason_and_an_excerpt_of_the_first(
     failed = row(
         "FAIL",
         sample(0, "PASS", 1.0, assertions=Check("pass", expression="json.ok")),
-        sample(1, "FAIL", 1.0, "l1\nl2\nl3\nl4\nl5\n", "", assertions=replace(cel, error="json.ok is false")),
+        sample(1, "FAIL", 1.0, "l1\nl2\nl3\nl4\nl5\n", "", assertions=cel),
         sample(2, "FAIL", 1.0, "other", "err", assertions=cel),
     )
     failure = describe.failure(failed)
     assert (failure.where, failure.error, failure.expression) == ("f.md:12", None, "json.ok")
     assert (failure.failing_samples, failure.first_sample) == ((1, 2), 1)
-    assert failure.sample_reason == "json.ok is false"
+    assert failure.sample_reason == describe.CEL_FALSE  # the expression itself is failure.expression
     assert failure.excerpts == (("stdout", "l1\nl2\nl3\nl4"),)  # four lines; an empty stream is left out
 
 
