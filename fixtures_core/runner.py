@@ -20,7 +20,7 @@ from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
-from fixtures_core.execution.rows import RunSettings
+from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.execution.spending import Spending
 from fixtures_core.parsing.matrix import load_matrix, select
@@ -372,6 +372,29 @@ class Recorder:
         else:
             return None
         return Path(os.path.relpath(path, self.store.run_dir(self.run_id))).as_posix() if path.is_file() else None
+
+
+def run_recorded_row(
+    row: RowSpec,
+    settings: RunSettings,
+    containment: Containment,
+    recorder: Recorder,
+    pool: SamplePool | None = None,
+    sample_runner: SampleRunner | None = None,
+) -> RowResult:
+    """Run one row and record its raw result; every engine runs its rows through here.
+
+    Anything that raises on the way (a bug, an evidence write that fails) makes the row ERR
+    (``crashed_row``): a row whose raw result is not on disk is not reported as it ran, and
+    the run goes on with its other rows.
+    """
+    try:
+        recorder.on_row_start(row)
+        result = run_row(row, settings, containment, sample_runner, recorder.on_sample, pool)
+        recorder.on_row(result)
+    except Exception as exc:
+        return crashed_row(row, exc)
+    return result
 
 
 def open_run(options: RunOptions, run_id: str, planned: Plan, listener: ProgressListener | None = None) -> Recorder:
