@@ -110,7 +110,12 @@ class RunOptions:
         return cls(**converted)  # type: ignore[arg-type]
 
     def check(self) -> None:
-        """Raise UsageError for values out of range."""
+        """Raise UsageError for values out of range: the one check of option values, whether they
+        come from the command line, a deployment's parameters or ``deployments/nightly.py``."""
+        if Path(self.out).exists() and not Path(self.out).is_dir():
+            raise UsageError(f"--out {self.out} is not a folder: give the state folder (default .assay)")
+        if self.repeat is not None and self.repeat < 1:
+            raise UsageError(f"--repeat must be a whole number >= 1, got {self.repeat}")
         if self.parallel is not None and self.parallel < 1:
             raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
         if self.concurrency is not None and self.concurrency < 1:
