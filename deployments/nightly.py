@@ -76,7 +76,9 @@ def serve(args: argparse.Namespace) -> int:
     from fixtures_core.runner import plan
     from flows.parameters import MatrixParameters
     from flows.server import TEMPORARY, ServerError, resolve_backend
+    from flows.suite import suite_tags
 
+    # Not a run option (RunOptions.check checks those, through plan below): the deployment's own.
     if args.concurrency_limit < 1:
         raise UsageError(f"--concurrency-limit must be >= 1, got {args.concurrency_limit}")
     parameters = MatrixParameters.parse(
@@ -97,7 +99,8 @@ def serve(args: argparse.Namespace) -> int:
             "tags": args.tags,
         }  # fmt: skip
     )
-    plan(parameters.to_options())  # a typo must fail now, not at 02:00
+    options = parameters.to_options()
+    planned = plan(options)  # a typo must fail now, not at 02:00
     schedule = cron_schedule(args.cron, args.timezone)
     backend = resolve_backend(say=lambda message: print(f"assay: {message}", file=sys.stderr))
     if backend.source == TEMPORARY:
@@ -112,7 +115,7 @@ def serve(args: argparse.Namespace) -> int:
             name=args.name,
             schedules=[schedule],
             parameters={"options": parameters.model_dump()},
-            tags=["assay", *([args.label] if args.label else []), *args.tags],
+            tags=suite_tags(options, planned.matrix, parameters.tags),  # the tags each of its runs gets
             global_limit=args.concurrency_limit,
             description="assay fixture matrix on a schedule (deployments/nightly.py)",
         )

@@ -82,10 +82,6 @@ class CelValue:
     value: object = None
     error: str | None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
 
 def declarable_properties(names: Iterable[str]) -> frozenset[str]:
     """Property names that can also be top-level CEL variables."""

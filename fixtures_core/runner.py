@@ -20,7 +20,7 @@ from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
-from fixtures_core.execution.rows import RunSettings
+from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.execution.spending import Spending
 from fixtures_core.parsing.matrix import load_matrix, select
@@ -110,7 +110,12 @@ class RunOptions:
         return cls(**converted)  # type: ignore[arg-type]
 
     def check(self) -> None:
-        """Raise UsageError for values out of range."""
+        """Raise UsageError for values out of range: the one check of option values, whether they
+        come from the command line, a deployment's parameters or ``deployments/nightly.py``."""
+        if Path(self.out).exists() and not Path(self.out).is_dir():
+            raise UsageError(f"--out {self.out} is not a folder: give the state folder (default .assay)")
+        if self.repeat is not None and self.repeat < 1:
+            raise UsageError(f"--repeat must be a whole number >= 1, got {self.repeat}")
         if self.parallel is not None and self.parallel < 1:
             raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
         if self.concurrency is not None and self.concurrency < 1:
@@ -372,6 +377,29 @@ class Recorder:
         else:
             return None
         return Path(os.path.relpath(path, self.store.run_dir(self.run_id))).as_posix() if path.is_file() else None
+
+
+def run_recorded_row(
+    row: RowSpec,
+    settings: RunSettings,
+    containment: Containment,
+    recorder: Recorder,
+    pool: SamplePool | None = None,
+    sample_runner: SampleRunner | None = None,
+) -> RowResult:
+    """Run one row and record its raw result; every engine runs its rows through here.
+
+    Anything that raises on the way (a bug, an evidence write that fails) makes the row ERR
+    (``crashed_row``): a row whose raw result is not on disk is not reported as it ran, and
+    the run goes on with its other rows.
+    """
+    try:
+        recorder.on_row_start(row)
+        result = run_row(row, settings, containment, sample_runner, recorder.on_sample, pool)
+        recorder.on_row(result)
+    except Exception as exc:
+        return crashed_row(row, exc)
+    return result
 
 
 def open_run(options: RunOptions, run_id: str, planned: Plan, listener: ProgressListener | None = None) -> Recorder:

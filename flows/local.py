@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import SamplePool
-from fixtures_core.execution.rows import RunSettings, crashed_row, run_row
+from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult
@@ -22,9 +22,11 @@ from fixtures_core.runner import (
     open_run,
     pool_for,
     rows_at_once,
+    run_recorded_row,
     run_stop,
     settings_for,
 )
+from fixtures_core.spec import RowSpec
 
 
 def run_locally(
@@ -46,15 +48,8 @@ def run_rows_locally(
     """Run every row of the recorder's matrix, ``parallel`` rows at a time, on ``pool``'s sample slots
     (without one: a row's samples one after another)."""
 
-    def one(row_index: int) -> RowResult:
-        row = recorder.matrix.rows[row_index]
-        try:
-            recorder.on_row_start(row)
-            result = run_row(row, settings, containment, on_sample=recorder.on_sample, pool=pool)
-            recorder.on_row(result)
-        except Exception as exc:
-            return crashed_row(row, exc)
-        return result
+    def one(row: RowSpec) -> RowResult:
+        return run_recorded_row(row, settings, containment, recorder, pool)
 
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="assay-row") as rows:
-        return list(rows.map(one, range(len(recorder.matrix.rows))))
+        return list(rows.map(one, recorder.matrix.rows))

@@ -55,7 +55,7 @@ from prefect.utilities.urls import url_for  # noqa: E402
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
-from fixtures_core.execution.rows import RunSettings, crashed_row, run_row, run_sample  # noqa: E402
+from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
 from fixtures_core.execution.slots import key_value  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
@@ -74,6 +74,7 @@ from fixtures_core.runner import (  # noqa: E402
     pool_for,
     rows_at_once,
     run_limits,
+    run_recorded_row,
     run_stop,
     sample_slots,
     settings_for,
@@ -195,19 +196,11 @@ def row_task(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
         finally:
             live.scopes.pop(key, None)
 
-    recorder.on_row_start(row)
-    try:
-        # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
-        # would show them "RolledBack"); each sample keeps the state it ended in.
-        with transaction(commit_mode=CommitMode.EAGER):
-            raw = run_row(
-                row, settings, live.containment, sample_runner=as_task, on_sample=recorder.on_sample, pool=live.pool
-            )
-    except Exception as exc:
-        live.board.post(crashed_row(row, exc))  # rows comparing with this one must not wait for it
-        raise
-    live.board.post(raw)
-    recorder.on_row(raw)
+    # Samples commit as they finish: a FAIL row must not roll its passing samples back (Prefect
+    # would show them "RolledBack"); each sample keeps the state it ended in.
+    with transaction(commit_mode=CommitMode.EAGER):
+        raw = run_recorded_row(row, settings, live.containment, recorder, live.pool, sample_runner=as_task)
+    live.board.post(raw)  # rows comparing with this one wait for it
     final = live.board.final(row, raw, k, live.containment.cancelled)
     logger = get_run_logger()
     (logger.info if final.status in ("PASS", "SKIP") else logger.error)(states.row_log(final))

@@ -24,7 +24,12 @@ class ParameterError(AssayError):
 
 
 class MatrixParameters(BaseModel):
-    """The parameters of one ``assay-matrix`` flow run."""
+    """The parameters of one ``assay-matrix`` flow run.
+
+    The bounds below (``ge``, ``le``) are the UI form's: Prefect refuses a custom run against
+    them before it is created. The check every run goes through is ``RunOptions.check``
+    (``to_options`` then ``plan``); a test keeps the two in agreement.
+    """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="assay matrix")
 

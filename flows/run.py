@@ -133,9 +133,9 @@ def run_command(
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the judge's blind A/B labels.")] = None,
 ) -> None:
     """Run fixture matrices and exit 0 (pass), 1 (fail or regression) or 2 (error)."""
+    # Option values are checked by RunOptions.check; these options are the command line's only
+    # (not fields of RunOptions: a deployment has no --json, --progress-interval, --bless or PATH).
     _check_json_path(json_path)
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise UsageError(f"--out {out_dir} is not a folder: give the state folder (default .assay)")
     if not progress_interval > 0:
         raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
     if bless and dry_run:
@@ -148,7 +148,10 @@ def run_command(
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
     )  # fmt: skip
+    options.check()  # before --resume reads the state folder (plan checks the resumed options again)
     options = resume_options(options)
+    # --tag is not a field of RunOptions (a flow run's tags come with its launch); the prefect-dask
+    # check is about this installation, not a value.
     if tags and engine == "local":
         raise UsageError("--tag tags the Prefect flow run: --engine local has none")
     if options.dask_address is not None and importlib.util.find_spec("prefect_dask") is None:

@@ -8,7 +8,7 @@ samples x metrics; each aggregate is ``metrics.aggregate`` (one definition).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,8 +34,6 @@ from fixtures_core.spec import MetricSpec, RowSpec
 
 if TYPE_CHECKING:  # imported where it is used: pandas costs ~0.25 s, and most commands never finalize
     import pandas as pd
-
-RowListener = Callable[[RowResult], None]
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,6 @@ def finalize_rows(
     specs: Sequence[RowSpec],
     results: Sequence[RowResult],
     k: int | None = None,
-    on_row: RowListener | None = None,
 ) -> list[RowResult]:
     """Every row with its metrics, comparisons and repeat statistics, in spec order; a row none of
     whose samples ran (a dry run) is SKIP."""
@@ -94,8 +91,6 @@ def finalize_rows(
         done = _with_metrics(row, metrics)
         if done.status != "SKIP":
             done = replace(done, stochastic=row_stochastic(done.samples, k, done.name))
-        if on_row is not None:
-            on_row(done)
         finished.append(done)
     return finished
 

@@ -120,10 +120,6 @@ class Containment:
             if self._watchdog is not None:
                 self._watchdog.register(self.token, str(self._cgroup.path) if self._cgroup else "")
 
-    @property
-    def uses_cgroups(self) -> bool:
-        return self._parent.uses_cgroups if self._parent is not None else self._cgroup is not None
-
     def scope(self) -> Containment:
         """A part of this run (one row's samples) that ``cancel`` stops alone; cancelling the run
         stops it too. Its samples are the run's: the same cgroup, watchdog, and interrupts."""
@@ -469,10 +465,6 @@ class _Subreaper:
             if self._users == 0:
                 _prctl(_PR_SET_CHILD_SUBREAPER, self._previous)
 
-    @property
-    def active(self) -> bool:
-        return _prctl_get(_PR_GET_CHILD_SUBREAPER) == 1
-
 
 _subreaper = _Subreaper()
 
@@ -619,11 +611,6 @@ def _prctl_get(option: int) -> int:
     if int(_LIBC.prctl(option, ctypes.byref(value), 0, 0, 0)) != 0:
         return 0
     return value.value
-
-
-def is_subreaper() -> bool:
-    """True when this process adopts its descendants' orphans now."""
-    return _subreaper.active
 
 
 _SETPRIV: list[str | None] = []

@@ -49,9 +49,8 @@ def load_matrix(paths: Sequence[str]) -> Matrix:
 
 def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = None) -> Matrix:
     """Keep rows whose name matches ``name_glob``, and the baseline rows they compare
-    with (a comparison must never be dropped by a filter); override every row's repeat."""
-    if repeat is not None and repeat < 1:
-        raise UsageError(f"--repeat must be a whole number >= 1, got {repeat}")
+    with (a comparison must never be dropped by a filter); override every row's repeat
+    (``RunOptions.check`` checks it)."""
     wanted = {r.name for r in matrix.rows if name_glob is None or fnmatch.fnmatchcase(r.name, name_glob)}
     wanted |= _baselines_of(matrix, wanted)
     files = []

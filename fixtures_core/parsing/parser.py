@@ -88,11 +88,6 @@ def parse_file(path: str | Path) -> FixtureFile:
     return FixtureFile(path=display, sha256=digest, rows=rows, identity=identity, warnings=warnings)
 
 
-def parse_text(text: str, path: str, identity: str | None = None) -> tuple[RowSpec, ...]:
-    """Parse fixture Markdown into rows, in file order; ``identity`` names the file in results."""
-    return parse_document(text, path, identity)[0]
-
-
 def parse_document(
     text: str, path: str, identity: str | None = None
 ) -> tuple[tuple[RowSpec, ...], tuple[FixtureWarning, ...]]:

@@ -51,15 +51,11 @@ def test_numbers_compare_across_int_and_double(expression: str, json: object) ->
 
 
 def test_false_is_a_value_not_an_error() -> None:
-    result = evaluate("json.x == 2", context({"x": 1}))
-    assert result.ok
-    assert result.value is False
+    assert evaluate("json.x == 2", context({"x": 1})) == CelValue(value=False)
 
 
 def test_missing_key_is_an_error_value_with_a_clean_message() -> None:
-    result = evaluate("json.zz == 1", context({"x": 1}))
-    assert not result.ok
-    assert result.error == "no such key: zz"
+    assert evaluate("json.zz == 1", context({"x": 1})) == CelValue(error="no such key: zz")
 
 
 def test_missing_nested_key_names_the_first_missing_key() -> None:

@@ -9,10 +9,10 @@ import pytest
 from fixtures_core.errors import FixtureError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.parsing.parser import parse_text
+from fixtures_core.parsing.parser import parse_file
 from fixtures_core.redaction import MASK, pattern_problem, redactor, secret_values
 from fixtures_core.results import Check, MetricValue, SampleResult
-from fixtures_core.spec import Redaction
+from fixtures_core.spec import Redaction, RowSpec
 
 OPENAI = "sk-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12"
 ANTHROPIC = "sk-ant-api03-" + "x" * 40
@@ -97,13 +97,19 @@ def test_unusable_patterns_are_named(pattern: str, problem: str) -> None:
     assert found is not None and problem in found
 
 
-def test_frontmatter_redact_is_read_and_checked() -> None:
-    rows = parse_text("---\nredact:\n  - 'acct-[0-9]{6}'\n---\n\n| Name | Command |\n|---|---|\n| a | true |\n", "f.md")
+def test_frontmatter_redact_is_read_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    def parse(text: str) -> tuple[RowSpec, ...]:
+        Path("f.md").write_text(text)
+        return parse_file("f.md").rows
+
+    rows = parse("---\nredact:\n  - 'acct-[0-9]{6}'\n---\n\n| Name | Command |\n|---|---|\n| a | true |\n")
     assert rows[0].redaction == Redaction(patterns=("acct-[0-9]{6}",))
-    off = parse_text("---\nredact: false\n---\n\n| Name | Command |\n|---|---|\n| a | true |\n", "f.md")
+    off = parse("---\nredact: false\n---\n\n| Name | Command |\n|---|---|\n| a | true |\n")
     assert off[0].redaction == Redaction(enabled=False)
     with pytest.raises(FixtureError) as caught:
-        parse_text("---\nredact:\n  - ok-[0-9]+\n  - 'bad-[0-9'\n---\n\n| Name | Command |\n|---|---|\n", "f.md")
+        parse("---\nredact:\n  - ok-[0-9]+\n  - 'bad-[0-9'\n---\n\n| Name | Command |\n|---|---|\n")
     assert str(caught.value).startswith("f.md:4: redact[1]: invalid regular expression 'bad-[0-9'")
 
 
@@ -115,7 +121,7 @@ def test_a_row_stores_masked_output_but_its_checks_saw_the_real_one(tmp_path: Pa
         '| leak | `!stdout.contains("sk-proj-")` |\n'
     )
     (tmp_path / "leak.md").write_text(text)
-    row = parse_text(text, str(tmp_path / "leak.md"))[0]
+    row = parse_file(tmp_path / "leak.md").rows[0]
     result = run_row(row, RunSettings(run_id="r"), containment)
     assert result.status == "FAIL"  # the assertion saw the key
     assert result.samples[0].stdout == f"key {MASK}\n"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from fixtures_core.errors import UsageError
 from fixtures_core.runner import RunOptions
 from flows.parameters import MatrixParameters, ParameterError
 
@@ -37,3 +40,17 @@ def test_bad_values_are_one_line_naming_each_field(values: dict[str, object], me
         MatrixParameters.parse(values)
     text = str(raised.value)
     assert text.startswith("invalid flow parameters: ") and message in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("field", "edge", "beyond"),
+    [("repeat", 1, 0), ("k", 1, 0), ("parallel", 1, 0), ("concurrency", 1, 0), ("tolerance", 0.0, -0.01),
+     ("tolerance", 1.0, 1.01)],
+)  # fmt: skip
+def test_the_forms_bounds_are_those_of_run_options_check(field: str, edge: float, beyond: float) -> None:
+    """A value at the form's bound passes RunOptions.check; one beyond it fails both."""
+    MatrixParameters.parse({"paths": ["a.md"], field: edge}).to_options().check()
+    with pytest.raises(ParameterError, match=field):
+        MatrixParameters.parse({"paths": ["a.md"], field: beyond})
+    with pytest.raises(UsageError):
+        replace(RunOptions(paths=("a.md",)), **{field: beyond}).check()

@@ -183,7 +183,7 @@ def test_nightly_serves_a_schedule_whose_runs_never_overlap(prefect_server: Any,
                 time.sleep(0.25)
             assert deployment is not None
             assert deployment.global_concurrency_limit is not None and deployment.global_concurrency_limit.limit == 1
-            assert set(deployment.tags) == {"assay", "nightly", "team-a"}
+            assert deployment.tags == ["assay", "nightly", "team-a", "quick.md"]  # as its runs are tagged
             [schedule] = deployment.schedules
             assert (schedule.schedule.cron, schedule.schedule.timezone) == ("30 3 * * 1-5", "Europe/Paris")  # type: ignore[union-attr]
             assert deployment.parameters["options"]["repeat"] == 2

@@ -163,3 +163,19 @@ def test_a_terminated_flow_run_kills_its_samples_and_writes_its_run(tmp_path: Pa
     [run_file] = (tmp_path / "state" / "runs").glob("*/run.json")
     document = json.loads(run_file.read_text())
     assert document["status"] == "ERR" and "interrupted" in document["error"]
+
+
+@pytest.mark.usefixtures("prefect_backend")
+@pytest.mark.parametrize("engine", ["local", "prefect"])
+def test_a_raw_row_that_cannot_be_recorded_is_an_error_on_both_engines(tmp_path: Path, engine: str) -> None:
+    """The skipped row runs no sample, so its raw result is its only evidence line; a folder where
+    that file goes makes the write fail. A row missing from the evidence must not pass as it ran."""
+    fixture = tmp_path / "rows.md"
+    fixture.write_text("| Name | Command | Skip |\n|---|---|---|\n| skipped | `true` | true |\n| ok | `true` | |\n")
+    run_id = f"{engine}-run"
+    (tmp_path / "state" / "runs" / run_id / "evidence" / "0000-skipped.jsonl").mkdir(parents=True)
+    run = (run_local_engine if engine == "local" else run_prefect)(fixture, tmp_path / "state")
+    [skipped, ok] = run.rows
+    assert (skipped.status, skipped.stopped) == ("ERR", "crashed")
+    assert (skipped.error or "").startswith("internal error: IsADirectoryError:"), skipped.error
+    assert ok.status == "PASS" and run.status == "ERR"

@@ -16,7 +16,7 @@ import pytest
 from fixtures_core.analysis.finalize import Summary, finalize_rows, metric_table, summarize
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.parsing.parser import parse_text
+from fixtures_core.parsing.parser import parse_file
 from fixtures_core.results import (
     Check,
     MetricValue,
@@ -372,17 +372,14 @@ def test_values_keep_sample_order_and_unit() -> None:
 # --- callbacks, order, skips, summary --------------------------------------------------------------
 
 
-def test_on_row_is_called_once_per_row_with_the_finalized_result() -> None:
+def test_rows_are_finalized_in_spec_order_with_their_comparisons() -> None:
     base = spec("base", ms_metric())
     cur = spec("cur", ms_metric(baseline="base"))
-    seen: list[RowResult] = []
-    finished = finalize_rows([base, cur], [result(cur, [200] * 3), result(base, [100] * 3)], on_row=seen.append)
-    assert [r.name for r in seen] == ["base", "cur"]
-    assert seen == finished
-    # comparison-aware: the callback already sees the regression verdict
-    assert seen[1].metrics["ms"].comparison is not None
-    assert seen[1].status == "FAIL"
-    assert seen[1].stochastic is not None
+    finished = finalize_rows([base, cur], [result(cur, [200] * 3), result(base, [100] * 3)])
+    assert [r.name for r in finished] == ["base", "cur"]
+    assert finished[1].metrics["ms"].comparison is not None
+    assert finished[1].status == "FAIL"
+    assert finished[1].stochastic is not None
 
 
 def test_rows_come_back_in_spec_order_and_only_those_that_ran() -> None:
@@ -461,13 +458,13 @@ metrics:
 | CLI slow | 140 |
 | CLI near | 124 |
 """
-    specs = parse_text(text, str(tmp_path / "matrix.md"))
+    (tmp_path / "matrix.md").write_text(text)
+    specs = parse_file(tmp_path / "matrix.md").rows
     settings = RunSettings(run_id="r", tmp_root=str(tmp_path))
     with Containment() as containment:
         results = [run_row(s, settings, containment) for s in specs]
-    calls: list[str] = []
-    finished = finalize_rows(specs, results, on_row=lambda r: calls.append(r.name))
-    assert calls == ["API high", "CLI slow", "CLI near"]
+    finished = finalize_rows(specs, results)
+    assert [r.name for r in finished] == ["API high", "CLI slow", "CLI near"]
     by_name = {r.name: r for r in finished}
     # medians: API high 101 (100, 101, 102); CLI slow 141; CLI near 125
     assert by_name["API high"].metrics["duration"].value == pytest.approx(101.0)

@@ -26,7 +26,7 @@ import pytest
 
 from fixtures_core.execution import procfs
 from fixtures_core.execution.cgroups import cgroup_base
-from fixtures_core.execution.containment import Containment, is_subreaper
+from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import Execution, execute
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
@@ -146,16 +146,27 @@ def test_only_a_cgroup_catches_a_daemon_that_clears_its_environment(tmp_path: Pa
     assert gone_soon(int(pid_file.read_text()))
 
 
+def orphan_parent_script(pid_file: Path) -> str:
+    """Leave a ``sleep`` orphaned (its parent subshell exits) and print who adopted it."""
+    pids = shlex.quote(str(pid_file))
+    return f"( sleep 30 >/dev/null 2>&1 & echo $! > {pids} ); awk '{{print $4}}' /proc/$(cat {pids})/stat"
+
+
 @pytest.mark.parametrize("cgroups", MODES)
-def test_orphans_adopted_by_assay_are_reaped(cgroups: bool, marker: str) -> None:
+def test_orphans_adopted_by_assay_are_reaped(cgroups: bool, marker: str, tmp_path: Path) -> None:
     before = set(zombie_children())
     with Containment(use_cgroups=cgroups) as containment:
         execute(
             bash(f"{ESCAPES['double fork']}\n{ESCAPES['setsid']}\nexit 0"), deadline=soon(), containment=containment
         )
-        assert is_subreaper(), "assay adopts the orphans of its samples while a run is open"
+        adopted = execute(bash(orphan_parent_script(tmp_path / "in")), deadline=soon(), containment=containment)
+        assert adopted.stdout.decode().strip() == str(os.getpid()), (
+            "assay adopts its samples' orphans while a run is open"
+        )
     assert set(zombie_children()) - before == set()
-    assert not is_subreaper(), "the setting is given back when the last run closes"
+    outside = subprocess.run(bash(orphan_parent_script(tmp_path / "out")), capture_output=True, text=True, timeout=20)
+    os.kill(int((tmp_path / "out").read_text()), 9)
+    assert outside.stdout.strip() != str(os.getpid()), "the setting is given back when the last run closes"
 
 
 # --- graceful stop ----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from fixtures_core.analysis.finalize import finalize_rows
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row, run_sample, template_values
 from fixtures_core.parsing.builtins import go_arch, go_os, platform_values
-from fixtures_core.parsing.parser import parse_text
+from fixtures_core.parsing.parser import parse_file
 from fixtures_core.results import RowResult, SampleResult, combine_outcomes, worst
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
 from tests.processes import gone_soon, is_gone
@@ -126,7 +126,8 @@ echo '{{"n": 1}}'
 
 - cel: json.n == 1
 """
-    (row,) = parse_text(text, str(tmp_path / "fixture.md"))
+    (tmp_path / "fixture.md").write_text(text)
+    (row,) = parse_file(tmp_path / "fixture.md").rows
     result = run_row(row, settings, containment)
     assert lines(counter) == ["0", "1", "2"]
     assert len(result.samples) == 3
@@ -525,7 +526,8 @@ def test_a_property_with_shell_syntax_reaches_a_shell_command_as_one_literal_arg
     marker = tmp_path / "pwned"
     prompt = f"it's x'; touch {marker}; echo '"
     text = f"| Name | Command | Args | prompt |\n|---|---|---|---|\n| q | printf %s | {{{{ .prompt }}}} | {prompt} |\n"
-    (row,) = parse_text(text, str(tmp_path / "f.md"))
+    (tmp_path / "f.md").write_text(text)
+    (row,) = parse_file(tmp_path / "f.md").rows
     result = run_row(row, RunSettings(run_id="t"), containment)
     assert result.status == "PASS", result.error
     assert result.samples[0].stdout == prompt

@@ -120,10 +120,3 @@ def test_fixtures_without_rows_are_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "prose.md").write_text("# Only prose\n", encoding="utf-8")
     with pytest.raises(UsageError, match="the fixtures contain no rows"):
         select(load_matrix([str(tmp_path)]))
-
-
-@pytest.mark.parametrize("repeat", [0, -1])
-def test_repeat_override_below_one_is_a_usage_error(tmp_path: Path, repeat: int) -> None:
-    matrix = load_matrix([str(fixture(tmp_path / "a.md", "x"))])
-    with pytest.raises(UsageError, match=f"--repeat must be a whole number >= 1, got {repeat}"):
-        select(matrix, repeat=repeat)

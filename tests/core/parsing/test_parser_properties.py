@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fixtures_core.errors import FixtureError
-from fixtures_core.parsing.parser import parse_text
+from fixtures_core.parsing.parser import parse_document
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.spec import FixtureFile, Matrix
 
@@ -93,7 +93,7 @@ fixture_texts = st.builds(
 
 def parses_or_names_the_file(text: str) -> None:
     try:
-        rows = parse_text(text, PATH)
+        rows = parse_document(text, PATH)[0]
     except FixtureError as exc:
         assert str(exc).startswith(f"{PATH}:")
         assert "\n" not in str(exc)
@@ -170,7 +170,7 @@ def edited(draw: st.DrawFn) -> str:
 
 
 def test_the_valid_fixture_is_valid() -> None:
-    rows = parse_text(VALID, PATH)
+    rows = parse_document(VALID, PATH)[0]
     assert [r.name for r in rows] == ["one", "two", "block"]
     assert validate_matrix(Matrix((FixtureFile(PATH, "0" * 64, rows),))) == []
 

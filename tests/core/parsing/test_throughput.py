@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.errors import FixtureError
-from fixtures_core.parsing.parser import parse_text
+from fixtures_core.parsing.parser import parse_file
 from fixtures_core.parsing.throughput import merge_limits, parse_budget, parse_limit, parse_rate
-from fixtures_core.spec import Budget, Limit, Rate
+from fixtures_core.spec import Budget, Limit, Rate, RowSpec
 
 TABLE = """
 | Name | Command  | Serial |
@@ -18,6 +18,17 @@ TABLE = """
 | a    | echo a   |        |
 | b    | echo b   | true   |
 """
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixture files are written to the working directory, so errors name them as ``s.md``."""
+    monkeypatch.chdir(tmp_path)
+
+
+def parse(text: str, name: str) -> tuple[RowSpec, ...]:
+    Path(name).write_text(text, encoding="utf-8")
+    return parse_file(name).rows
 
 
 def with_frontmatter(frontmatter: str, body: str = TABLE) -> str:
@@ -28,7 +39,7 @@ def test_frontmatter_keys_reach_every_row_of_the_file() -> None:
     text = with_frontmatter(
         "concurrency: 3\nlimits:\n  provider: 2\n  model: 10/minute\nbudget: cost_usd <= 5\nserial: false"
     )
-    a, b = parse_text(text, "suite.md")
+    a, b = parse(text, "suite.md")
     assert a.concurrency == b.concurrency == 3
     assert a.limits == (Limit("provider", concurrency=2), Limit("model", rate=Rate(10, 60.0)))
     assert a.budget == Budget("cost_usd", 5.0, "suite.md:6")
@@ -40,12 +51,12 @@ def test_serial_in_frontmatter_and_in_a_block() -> None:
         "## command: one\n\n```yaml\nserial: false\n```\n\n```bash\necho 1\n```\n\n"
         "## command: two\n\n```bash\necho 2\n```\n"
     )
-    rows = parse_text(with_frontmatter("serial: true", body), "s.md")
+    rows = parse(with_frontmatter("serial: true", body), "s.md")
     assert [row.serial for row in rows] == [False, True]  # a block's yaml overrides the frontmatter
 
 
 def test_a_limit_may_have_a_cap_and_a_rate() -> None:
-    (row, _) = parse_text(with_frontmatter("limits:\n  provider: {concurrency: 2, rate: 30/hour}"), "s.md")
+    (row, _) = parse(with_frontmatter("limits:\n  provider: {concurrency: 2, rate: 30/hour}"), "s.md")
     assert row.limits == (Limit("provider", concurrency=2, rate=Rate(30, 3600.0)),)
 
 
@@ -66,7 +77,7 @@ def test_a_limit_may_have_a_cap_and_a_rate() -> None:
 )
 def test_bad_throughput_keys_are_one_line_errors(frontmatter: str, where: str, message: str) -> None:
     with pytest.raises(FixtureError) as caught:
-        parse_text(with_frontmatter(frontmatter), "s.md")
+        parse(with_frontmatter(frontmatter), "s.md")
     text = str(caught.value)
     assert "\n" not in text
     assert text.startswith(where), text
@@ -76,7 +87,7 @@ def test_bad_throughput_keys_are_one_line_errors(frontmatter: str, where: str, m
 def test_a_bad_serial_cell_names_its_column() -> None:
     body = TABLE.replace("| true   |", "| often  |")
     with pytest.raises(FixtureError, match=r"s\.md:5: Serial: must be true or false, got 'often'"):
-        parse_text(body, "s.md")
+        parse(body, "s.md")
 
 
 def test_command_line_forms() -> None:

@@ -16,7 +16,7 @@ from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
 from tests.core.conftest import ExampleRun
-from tests.pipeline import run_fixture
+from tests.suites import run_fixture
 
 
 def small_run() -> RunResult:

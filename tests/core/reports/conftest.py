@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.records.rundoc import RunResult
-from tests.pipeline import run_fixture
+from tests.suites import run_fixture
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from fixtures_core.parsing.parser import parse_text
+from fixtures_core.parsing.parser import parse_document
 from fixtures_core.reports.progress import Progress, clock_text, live_view, plain_line
 from fixtures_core.results import Check, Outcomes, RowResult, SampleResult
 from fixtures_core.spec import FixtureFile, Matrix, RowSpec
@@ -26,7 +26,7 @@ class Clock:
 
 
 def matrix() -> Matrix:
-    rows = parse_text(FIXTURE, "f.md")
+    rows = parse_document(FIXTURE, "f.md")[0]
     return Matrix((FixtureFile("f.md", "0" * 64, rows),))
 
 
