@@ -8,9 +8,13 @@ the one way to cut it lives in the vocabulary. A cut is always marked with
 
 from __future__ import annotations
 
-__all__ = ["excerpt"]
+import re
+
+__all__ = ["excerpt", "visible"]
 
 _CUT = "…"
+# C0 controls but tab and newline, DEL, and C1 controls: what a terminal would act on instead of show.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def excerpt(text: str, chars: int, lines: int | None = None, tail: bool = False) -> str:
@@ -23,3 +27,9 @@ def excerpt(text: str, chars: int, lines: int | None = None, tail: bool = False)
     if len(kept) <= chars:
         return kept
     return _CUT + kept[len(kept) - chars :] if tail else kept[:chars] + _CUT
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN``: an agent's escape sequences (a screen clear,
+    a window title) printed on a terminal are read, never obeyed."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)

@@ -74,7 +74,9 @@ def judge_suite(
         assert first.ab is not None
         values = suite_template_values(first.ab.shared, case, first.source_dir)
         calls[case] = JudgeCall(judge, judge_command(judge, values), case, first.ab.shared, first.source_dir, rubric)
-        samples[case] = _complete_samples({arm: results[spec.id] for arm, spec in arms.items() if spec.id in results})
+        ran = {arm: results[spec.id] for arm, spec in arms.items() if spec.id in results}
+        # An arm without a result (it crashed, or was never run) leaves no pair to compare: not judged.
+        samples[case] = _complete_samples(ran) if len(ran) == len(arms) else {}
     cwd = next((spec.source_dir for spec in members), ".")
     judgments = judge_all(calls, samples, settings, containment)
     return SuiteJudging(suite.file, judge, settings.seed, tuple(judgments), provenance_of(judge, cwd, containment))

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import Matrix, RowSpec
+from fixtures_core.text import visible
 
 
 class ProgressListener(Protocol):
@@ -121,7 +122,7 @@ def clock_text(seconds: float | None) -> str:
 
 
 def _in_flight_text(snapshot: Snapshot, limit: int) -> str:
-    shown = [f"{r.name} ({r.done}/{r.repeat})" for r in snapshot.in_flight[:limit]]
+    shown = [f"{visible(r.name)} ({r.done}/{r.repeat})" for r in snapshot.in_flight[:limit]]
     more = len(snapshot.in_flight) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 

@@ -14,6 +14,7 @@ from rich.text import Text
 from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
 from fixtures_core.reports.markdown_text import code, escape, table_row
 from fixtures_core.results import Status
+from fixtures_core.text import visible
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _GATE_MARK = {"pass": "ok", "fail": "FAILED", "error": "ERROR", "not_evaluated": "-"}
@@ -147,7 +148,7 @@ def render(suite: SuiteOutcome, console: Console) -> None:
     console.print()
     for line in text_lines(suite):
         style = "yellow" if line.startswith("WARNING") else "magenta" if line.startswith("ERR ") else ""
-        console.print(Text(line, style=style), soft_wrap=True)
+        console.print(Text(visible(line), style=style), soft_wrap=True)
     console.print(Text(verdict_text(suite), style=_STYLE[_verdict_shown(suite)[1]] + " bold"))
 
 

@@ -18,6 +18,7 @@ from fixtures_core.errors import BaselineError
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.reports import describe, shipgate
 from fixtures_core.reports.comparison import text_lines
+from fixtures_core.text import visible
 
 _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _MARK_STYLE = {"informational": "dim", "fail": "red", "error": "magenta", "not_evaluated": "dim", "ok": "green"}
@@ -33,7 +34,7 @@ def render(run: RunResult, console: Console) -> None:
         render_failure(failure, console)
     lines = describe.suite_lines(run)
     if lines:
-        console.print("\n" + "\n".join(lines), markup=False)
+        console.print("\n" + visible("\n".join(lines)), markup=False)
     for suite in run.suites:
         shipgate.render(suite, console)
     if run.comparison is not None:
@@ -56,7 +57,7 @@ def rows_table(run: RunResult) -> Table:
     for row in run.rows:
         median = describe.duration(describe.median_duration_ms(row))
         status = Text(describe.status_label(row), style=_STYLE[row.status])
-        table.add_row(row.name, status, describe.passed_cell(row), median, *describe.passk_cells(row))
+        table.add_row(visible(row.name), status, describe.passed_cell(row), median, *describe.passk_cells(row))
     return table
 
 
@@ -74,25 +75,27 @@ def metrics_table(run: RunResult) -> Table | None:
         for name, metric in row.metrics.items():
             cells = describe.metric_cells(metric)
             mark = Text(cells.mark, style=_MARK_STYLE[cells.kind])
-            table.add_row(row.name, f"{name} ({metric.aggregate})", cells.value, cells.baseline, cells.delta, mark)
+            figure = visible(f"{name} ({metric.aggregate})")
+            table.add_row(visible(row.name), figure, cells.value, visible(cells.baseline), cells.delta, mark)
     return table
 
 
 def render_failure(failure: describe.Failure, console: Console) -> None:
     """Why a row failed: the expression, failing sample indices, an output excerpt."""
     row = failure.row
-    console.print(Text(f"\n{row.status} {row.name}  ({failure.where})", style=_STYLE[row.status] + " bold"))
+    heading = visible(f"\n{row.status} {row.name}  ({failure.where})")
+    console.print(Text(heading, style=_STYLE[row.status] + " bold"))
     if failure.error:
-        console.print(f"  {failure.error}", markup=False)
+        console.print(f"  {visible(failure.error)}", markup=False)
     if failure.expression:
-        console.print(f"  CEL: {failure.expression}", markup=False)
+        console.print(f"  CEL: {visible(failure.expression)}", markup=False)
     if failure.failing_samples:
         console.print(f"  failing samples: {', '.join(map(str, failure.failing_samples))}", markup=False)
     if failure.sample_reason:
-        console.print(f"  sample {failure.first_sample}: {failure.sample_reason}", markup=False)
+        console.print(f"  sample {failure.first_sample}: {visible(failure.sample_reason)}", markup=False)
     for stream, text in failure.excerpts:
         console.print(f"  {stream} of sample {failure.first_sample}:", markup=False)
-        console.print(Text("\n".join("    " + line for line in text.splitlines()), style="dim"))
+        console.print(Text("\n".join("    " + visible(line) for line in text.splitlines()), style="dim"))
 
 
 def verdict_line(run: RunResult) -> Text:
@@ -104,7 +107,7 @@ def verdict_line(run: RunResult) -> Text:
     if compared:
         text.append(f"; {compared}")
     if run.error:
-        text.append(f"\nerror: {run.error}", style="magenta")
+        text.append(f"\nerror: {visible(run.error)}", style="magenta")
     return text
 
 
@@ -112,7 +115,7 @@ def render_comparison_lines(comparison: Comparison, console: Console) -> None:
     """The baseline comparison: gating lines (``!``) red, informational (``·``) dim."""
     for line in text_lines(comparison):
         style = "red" if line.startswith("!") else "dim" if line.startswith("·") else None
-        console.print(Text(line, style=style or ""))
+        console.print(Text(visible(line), style=style or ""))
 
 
 def render_history(run_files: Sequence[Path], console: Console) -> None:
@@ -127,11 +130,13 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
         try:
             run = load_run(path)
         except BaselineError as exc:
-            table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", str(exc.reason))
+            table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", visible(str(exc.reason)))
             continue
         counted = run.summary.counted
         rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
         shown, colour = describe.verdict(run)
         verdict = Text(shown, style=_STYLE[colour])
-        table.add_row(run.run_id, run.label or "", run.started_at, verdict, str(run.summary.rows), rate)
+        table.add_row(
+            visible(run.run_id), visible(run.label or ""), visible(run.started_at), verdict, str(run.summary.rows), rate
+        )
     console.print(table)

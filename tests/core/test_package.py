@@ -175,7 +175,7 @@ PUBLIC_API = {
         "still_failing_text",
         "text_lines",
     ],
-    "fixtures_core.text": ["excerpt"],
+    "fixtures_core.text": ["excerpt", "visible"],
 }
 
 

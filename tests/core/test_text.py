@@ -25,3 +25,9 @@ def test_lines_keeps_the_first_lines_then_bounds_the_chars() -> None:
 def test_a_tail_of_lines_keeps_the_last_lines() -> None:
     assert excerpt("one\ntwo\nthree\n", 100, lines=2, tail=True) == "two\nthree"
     assert excerpt("one\ntwo\nthree\n", 4, lines=2, tail=True) == "…hree"
+
+
+def test_visible_shows_control_characters_and_keeps_tabs_newlines_and_text() -> None:
+    from fixtures_core.text import visible
+
+    assert visible("a\x1b[2Jb\tc\nd\x07\x7f\x9bé…") == "a\\x1b[2Jb\tc\nd\\x07\\x7f\\x9bé…"

@@ -122,15 +122,11 @@ def unsafe_row() -> RowResult:
     return RowResult("f.md::r", "f.md", "r", 3, "FAIL", 1, ("agent",), {}, (sample,), Outcomes("fail", "pass"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fixtures_core/reports/terminal.py:95 render_failure prints a sample's output excerpt raw: "
-    "escape sequences from the agent (screen clear, window title) reach the user's terminal",
-)
 def test_failure_excerpt_carries_no_escape_sequence_to_the_terminal() -> None:
     console = Console(file=io.StringIO(), width=240, color_system=None)
     terminal.render_failure(describe.failure(unsafe_row()), console)
     out = console.file
     assert isinstance(out, io.StringIO)
     assert "agent output" in out.getvalue()
-    assert "\x1b" not in out.getvalue()
+    assert "\x1b" not in out.getvalue() and "\x07" not in out.getvalue()
+    assert "\\x1b[2J\\x1b]0;title\\x07agent output" in out.getvalue()  # shown, to be read
