@@ -111,8 +111,7 @@ def run_attempt(
         sample = _finish(row, index, failed, tmpdir, values, record, cel, settings.dry_run, trail)
         return replace(sample, stopped=exc.stopped)
     finally:
-        if not settings.keep_tmp:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @dataclass

@@ -48,7 +48,6 @@ class RunSettings:
     run_id: str
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     tmp_root: str | None = None
-    keep_tmp: bool = False
     evidence_dir: str | None = None
     dry_run: bool = False
 
@@ -70,8 +69,7 @@ def run_sample(
         # Checks saw the real output; everything kept from here on is masked.
         return redactor(row.redaction, env).sample(sample)
     finally:
-        if not settings.keep_tmp:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _execute_and_check(

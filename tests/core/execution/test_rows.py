@@ -365,17 +365,6 @@ def test_assay_variables_cannot_be_overridden_by_row_env(
     assert run_row(row, settings, containment).status == "PASS"
 
 
-def test_tmpdir_is_kept_when_asked(tmp_path: Path, containment: Containment) -> None:
-    root = tmp_path / "kept"
-    root.mkdir()
-    keep = RunSettings(run_id="r", tmp_root=str(root), keep_tmp=True)
-    row = shell_row(tmp_path, 'echo hi > "$ASSAY_TMPDIR/evidence.txt"', repeat=2)
-    assert run_row(row, keep, containment).status == "PASS"
-    kept = sorted(root.iterdir())
-    assert len(kept) == 2
-    assert all((d / "evidence.txt").read_text() == "hi\n" for d in kept)
-
-
 def test_files_variable_sees_files_under_the_tmpdir(
     tmp_path: Path, settings: RunSettings, containment: Containment
 ) -> None:
