@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(args: argparse.Namespace) -> int:
     """Check everything a 02:00 run would trip on, then serve the deployment until stopped."""
     from fixtures_core.errors import UsageError
-    from fixtures_core.runner import plan
+    from fixtures_core.runs.plan import plan
     from flows.parameters import MatrixParameters
     from flows.server import TEMPORARY, ServerError, resolve_backend
     from flows.suite import suite_tags

@@ -6,7 +6,7 @@ would silently not run). Deadlines are enforced by ``fixtures_core.execution.sam
 because Prefect's timeouts cannot interrupt a blocking call in a thread.
 
 Row tasks run on a thread pool (rows in flight); each takes slots for its
-samples from the run's one pool of sample slots (``runner.pool_for``) and
+samples from the run's one pool of sample slots (``runs.plan.pool_for``) and
 runs its sample tasks as children on the pool's threads, or on Dask workers
 (``flows.dask_workers``). ``limits`` also go through Prefect's global
 concurrency limits (``flows.concurrency``), which hold across flow runs.
@@ -62,24 +62,10 @@ from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.runner import (  # noqa: E402
-    Baseline,
-    Plan,
-    Recorder,
-    RunOptions,
-    RunStop,
-    complete,
-    open_run,
-    plan,
-    pool_for,
-    rows_at_once,
-    run_limits,
-    run_recorded_row,
-    run_stop,
-    sample_slots,
-    settings_for,
-    store_for,
-)
+from fixtures_core.runs.close import RunStop, complete, run_stop  # noqa: E402
+from fixtures_core.runs.options import RunOptions, settings_for, store_for  # noqa: E402
+from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
+from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import states  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402

@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from fixtures_core.spec import Matrix
 
 ASSAY_TAG = "assay"

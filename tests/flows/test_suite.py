@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from fixtures_core.spec import FixtureFile, Matrix
 from flows.suite import flow_run_name, suite_key, suite_tags
 

@@ -1,6 +1,6 @@
 """The A/B stage of closing a run, the same for every engine: judge, score, gate, report.
 
-``runner.complete`` calls ``judge_run`` on the raw rows (every arm of every
+``runs.close.complete`` calls ``judge_run`` on the raw rows (every arm of every
 case has finished by then), finalizes the scored rows, then ``suite_outcomes``
 gives each suite's ship-gate section and ``run_status`` the run's status.
 """
