@@ -34,7 +34,7 @@ class Judged:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class JudgingDirs:
     """Where judging reads attempts and writes its files, and which run it belongs to."""
 
     run_dir: Path
@@ -45,7 +45,7 @@ class Evidence:
 def judge_run(
     specs: Sequence[RowSpec],
     rows: Sequence[RowResult],
-    evidence: Evidence,
+    dirs: JudgingDirs,
     containment: Containment,
     parallel: int,
     seed: int | None = None,
@@ -58,7 +58,7 @@ def judge_run(
             if suite.judge is None:
                 continue
             labelling = seed if seed is not None else suite.judge.seed if suite.judge.seed is not None else new_seed()
-            settings = JudgeSettings(evidence.run_dir, evidence.evidence_dir, labelling, evidence.run_id, parallel)
+            settings = JudgeSettings(dirs.run_dir, dirs.evidence_dir, labelling, dirs.run_id, parallel)
             judgings.append(judge_suite(suite, specs, rows, settings, containment))
     scored_specs, scored_rows = apply_judgments(specs, rows, judgings)
     return Judged(scored_specs, scored_rows, judgings)

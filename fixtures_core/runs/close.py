@@ -16,7 +16,7 @@ from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, 
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import step_summary_file
 from fixtures_core.results import RowResult, Status, Stop, worst
-from fixtures_core.runs.ab import Evidence, judge_run, run_status, suite_outcomes, write_report
+from fixtures_core.runs.ab import JudgingDirs, judge_run, run_status, suite_outcomes, write_report
 from fixtures_core.runs.options import DEFAULT_PARALLEL, RunOptions, store_for
 from fixtures_core.runs.plan import Baseline
 from fixtures_core.runs.recorder import Recorder
@@ -110,10 +110,10 @@ def _finalized(
     matrix = recorder.matrix
     store = recorder.store
     evidence_run = rejudging.evidence_run if rejudging is not None else recorder.run_id
-    evidence = Evidence(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
+    dirs = JudgingDirs(store.run_dir(recorder.run_id), store.run_dir(evidence_run), recorder.run_id)
     skip_judge = options.dry_run or error is not None
     calls = options.concurrency or options.parallel or DEFAULT_PARALLEL
-    judged = judge_run(matrix.rows, rows, evidence, containment, calls, options.seed, skip_judge)
+    judged = judge_run(matrix.rows, rows, dirs, containment, calls, options.seed, skip_judge)
     finished = [recorder.shareable(row) for row in finalize_rows(judged.specs, judged.rows, options.k)]
     summary = summarize(finished, options.k, options.group_by)
     suites = suite_outcomes(

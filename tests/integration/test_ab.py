@@ -87,9 +87,9 @@ def report_artifact(options: RunOptions) -> str:
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     from fixtures_core.runs.plan import plan
-    from flows.suite import suite_key
+    from flows.naming import artifact_key
 
-    key = f"assay-report-{suite_key(options, plan(options).matrix)}"
+    key = f"assay-report-{artifact_key(options, plan(options).matrix)}"
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     assert found, "no report artifact"
