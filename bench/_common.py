@@ -497,9 +497,9 @@ def synthetic_matrix(rows: int, samples: int, metrics: int, file: str = "bench/s
 
 def finalize_in_process(specs, results) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Time finalize_rows, summarize, to_document (and json.dumps, reported apart) in this process."""
-    from fixtures_core.abstage import run_status
     from fixtures_core.analysis.finalize import finalize_rows, summarize
     from fixtures_core.records.rundoc import FixtureResult, RunResult, to_document
+    from fixtures_core.runs.ab import run_status
 
     t0 = time.perf_counter()
     finished = finalize_rows(specs, results, None)

@@ -67,7 +67,7 @@ IN_PROCESS_CODE = """
 import json, sys, time
 t0 = time.perf_counter()
 import flows.run as cli
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 engine = sys.argv[3]
 if engine == "prefect":
     import flows.matrix

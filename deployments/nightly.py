@@ -73,10 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(args: argparse.Namespace) -> int:
     """Check everything a 02:00 run would trip on, then serve the deployment until stopped."""
     from fixtures_core.errors import UsageError
-    from fixtures_core.runner import plan
+    from fixtures_core.runs.plan import plan
+    from flows.naming import run_tags
     from flows.parameters import MatrixParameters
     from flows.server import TEMPORARY, ServerError, resolve_backend
-    from flows.suite import suite_tags
 
     # Not a run option (RunOptions.check checks those, through plan below): the deployment's own.
     if args.concurrency_limit < 1:
@@ -115,7 +115,7 @@ def serve(args: argparse.Namespace) -> int:
             name=args.name,
             schedules=[schedule],
             parameters={"options": parameters.model_dump()},
-            tags=suite_tags(options, planned.matrix, parameters.tags),  # the tags each of its runs gets
+            tags=run_tags(options, planned.matrix, parameters.tags),  # the tags each of its runs gets
             global_limit=args.concurrency_limit,
             description="assay fixture matrix on a schedule (deployments/nightly.py)",
         )

@@ -15,14 +15,14 @@ from fixtures_core.records.rundoc import RunResult
 FINISHED = "assay.run.finished"
 
 
-def emit_run_finished(run: RunResult, suite_key: str, document: str) -> None:
+def emit_run_finished(run: RunResult, artifact_key: str, document: str) -> None:
     """Tell Prefect a run finished, with its verdict and counts."""
     s = run.summary
     emit_event(
         event=FINISHED,
         resource={
-            "prefect.resource.id": f"assay.suite.{suite_key}",
-            "prefect.resource.name": run.label or suite_key,
+            "prefect.resource.id": f"assay.suite.{artifact_key}",
+            "prefect.resource.name": run.label or artifact_key,
             "assay.verdict": run.verdict,
             "assay.run-id": run.run_id,
         },

@@ -6,13 +6,13 @@ would silently not run). Deadlines are enforced by ``fixtures_core.execution.sam
 because Prefect's timeouts cannot interrupt a blocking call in a thread.
 
 Row tasks run on a thread pool (rows in flight); each takes slots for its
-samples from the run's one pool of sample slots (``runner.pool_for``) and
+samples from the run's one pool of sample slots (``runs.plan.pool_for``) and
 runs its sample tasks as children on the pool's threads, or on Dask workers
 (``flows.dask_workers``). ``limits`` also go through Prefect's global
 concurrency limits (``flows.concurrency``), which hold across flow runs.
 
 What the UI shows: the flow run is named after the assay run id (and
-label) and tagged (``flows.suite``); every task ends in an honest state
+label) and tagged (``flows.naming``); every task ends in an honest state
 (``flows.states``); rows and failing samples log a concise line to the API;
 the report is a Markdown artifact and the rows and metrics are table
 artifacts, keyed per suite; ``assay.run.finished`` is emitted for
@@ -62,33 +62,19 @@ from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.runner import (  # noqa: E402
-    Baseline,
-    Plan,
-    Recorder,
-    RunOptions,
-    RunStop,
-    complete,
-    open_run,
-    plan,
-    pool_for,
-    rows_at_once,
-    run_limits,
-    run_recorded_row,
-    run_stop,
-    sample_slots,
-    settings_for,
-    store_for,
-)
+from fixtures_core.runs.close import RunStop, complete, run_stop  # noqa: E402
+from fixtures_core.runs.options import RunOptions, settings_for, store_for  # noqa: E402
+from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
+from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import states  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402
 from flows.concurrency import GlobalLimits  # noqa: E402
 from flows.dask_workers import DaskSamples, run_on_worker  # noqa: E402
 from flows.events import emit_run_finished  # noqa: E402
+from flows.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
 from flows.parameters import MatrixParameters, ParameterError  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
-from flows.suite import flow_run_name, suite_key, suite_tags  # noqa: E402
 
 T = TypeVar("T")
 
@@ -290,11 +276,11 @@ def matrix_flow(options: MatrixParameters) -> RunResult:
             return _refused(f"configuration errors: {'; '.join(str(e) for e in exc.errors)}")
         except (ParameterError, AssayError) as exc:
             return _refused(str(exc))
-    suite = suite_key(launch.options, launch.plan.matrix)
-    run_tags = suite_tags(launch.options, launch.plan.matrix, launch.tags)
+    key = artifact_key(launch.options, launch.plan.matrix)
+    tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
     # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
-    _name_flow_run(flow_run_name(launch.run_id, launch.options.label), run_tags)
-    run = _run_matrix(launch, suite)
+    _name_flow_run(flow_run_name(launch.run_id, launch.options.label), tags)
+    run = _run_matrix(launch, key)
     document = store_for(launch.options).run_file(run.run_id).resolve()
     (logger.info if run.verdict == "PASS" else logger.error)(f"{states.verdict_message(run)}; run document {document}")
     return cast(RunResult, states.flow_state(run))
@@ -306,15 +292,15 @@ def _refused(message: str) -> RunResult:
     return cast(RunResult, Failed(message=message))  # Prefect ends the flow run in the returned state
 
 
-def _name_flow_run(name: str, run_tags: list[str]) -> None:
-    """Name the flow run after the assay run and add the suite's tags (a deployment's run starts with neither)."""
+def _name_flow_run(name: str, tags: list[str]) -> None:
+    """Name the flow run after the assay run and add the run's tags (a deployment's run starts with neither)."""
     context = FlowRunContext.get()
     if context is None or context.flow_run is None:
         return
     flow_run = context.flow_run
-    if flow_run.name == name and set(run_tags) <= set(flow_run.tags):
+    if flow_run.name == name and set(tags) <= set(flow_run.tags):
         return
-    merged = list(dict.fromkeys([*flow_run.tags, *run_tags]))
+    merged = list(dict.fromkeys([*flow_run.tags, *tags]))
     context.client.update_flow_run(flow_run.id, name=name, tags=merged)
 
 

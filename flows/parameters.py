@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from fixtures_core.errors import AssayError
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 
 Text = Annotated[str, StringConstraints(min_length=1)]
 

@@ -31,11 +31,13 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import Store, bless_refusal, new_run_id
-from fixtures_core.rejudge import rejudge
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, check_writable, step_summary_file
 from fixtures_core.reports.progress import Progress
-from fixtures_core.runner import RunOptions, plan, record, resume_options
+from fixtures_core.runs.close import record
+from fixtures_core.runs.options import RunOptions, resume_options
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
 from flows.interrupts import Interrupted, InterruptGuard, exit_now
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
@@ -217,7 +219,7 @@ def execute_run(
     backend = None if options.engine == "local" else _prefect_backend()
     with Containment() as containment, _guard().running(containment), ProgressDisplay(counts, err, progress, interval):
         if options.engine == "local":
-            from flows.local import run_locally
+            from fixtures_core.runs.local import run_locally
 
             return run_locally(planned, options, run_id, containment, counts)
         from flows.matrix import run_with_prefect

@@ -9,11 +9,11 @@ the error; the flow run is Failed with the verdict and the failing rows for
 every FAIL or ERR verdict. Tasks return states instead of raising, so a
 failing sample never stops its row.
 
-The domain result rides along as the state's data, wrapped in an
-``Outcome``: Prefect logs the state of every failed task, and a bare result
+The domain result rides along as the state's data, wrapped in a
+``Carried``: Prefect logs the state of every failed task, and a bare result
 would put a whole sample's stdout into that line; and where Prefect turns a
-Failed state into an exception (a deployment's flow run process does), an
-Outcome is one, saying the state's message.
+Failed state into an exception (a deployment's flow run process does),
+a Carried is one, saying the state's message.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ T = TypeVar("T")
 _MESSAGE_CHARS = 400
 
 
-class Outcome(Exception, Generic[T]):
+class Carried(Exception, Generic[T]):
     """A result handed back through a Prefect state: a short repr for Prefect's log lines, and an
     exception for Prefect to raise when the state is Failed."""
 
@@ -53,9 +53,9 @@ class Outcome(Exception, Generic[T]):
 def carried(state: State[Any], kind: type[T]) -> T:
     """The result a task or flow handed back in ``state``; re-raises what the run raised instead."""
     data = state.data  # as the task returned it (results are not persisted); reading it costs no event loop
-    if not isinstance(data, Outcome):
+    if not isinstance(data, Carried):
         data = state.result(raise_on_failure=False)
-    if isinstance(data, Outcome) and isinstance(data.value, kind):
+    if isinstance(data, Carried) and isinstance(data.value, kind):
         return data.value
     if isinstance(data, BaseException):
         raise data
@@ -63,7 +63,7 @@ def carried(state: State[Any], kind: type[T]) -> T:
 
 
 def _state(passed: bool, timed_out: bool, message: str, value: object) -> State[Any]:
-    outcome = Outcome(value, message)
+    outcome = Carried(value, message)
     if passed:
         return Completed(message=message, data=outcome)
     if timed_out:

@@ -8,7 +8,10 @@ from pathlib import Path
 from fixtures_core.execution.containment import Containment
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import new_run_id
-from fixtures_core.runner import RunOptions, complete, open_run, plan, run_recorded_row, settings_for
+from fixtures_core.runs.close import complete
+from fixtures_core.runs.options import RunOptions, settings_for
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recorder import open_run, run_recorded_row
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_SUITE = REPO / "examples" / "ab" / "suite.md"

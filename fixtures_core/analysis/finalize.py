@@ -41,7 +41,7 @@ class Summary:
     """Counts of a run, and its suite-level repeat statistics.
 
     The run's status is not here: it also weighs A/B ship gates and arm rows
-    (``abstage.run_status``) and interruptions.
+    (``runs.ab.run_status``) and interruptions.
     """
 
     rows: int

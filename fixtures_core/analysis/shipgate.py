@@ -17,7 +17,7 @@ Rules (seed 04, RUBRIC.md, generalised):
   cannot be evaluated is an error (it fails closed).
 * In a suite with a hard gate, an arm row's own FAIL (its CEL, exit code) is
   evidence here, not the verdict: a worse arm is what a suite measures
-  (``abstage.run_status``; without a hard gate it fails the run). ERR anywhere is ERR.
+  (``runs.ab.run_status``; without a hard gate it fails the run). ERR anywhere is ERR.
 """
 
 from __future__ import annotations

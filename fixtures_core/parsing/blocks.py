@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError
 from fixtures_core.parsing.config import Where, read_exit_code, read_string, reject_near_misses
-from fixtures_core.parsing.settings import Settings, apply_common
+from fixtures_core.parsing.settings import Inherited, apply_common
 from fixtures_core.parsing.tables import cell_text, shell_wrapped
 from fixtures_core.spec import Expectation, FixtureWarning, PropertyValue, RowSpec
 
@@ -70,7 +70,7 @@ class Block:
 
 
 def block_row(
-    block: Block, settings: Settings, load_yaml: YamlLoader, path: str
+    block: Block, settings: Inherited, load_yaml: YamlLoader, path: str
 ) -> tuple[RowSpec, list[FixtureWarning]]:
     """The row of a finished block, and what in it does not run."""
     where = Where(path, block.line)
@@ -141,7 +141,7 @@ def block_row(
     ), warnings
 
 
-def _script_argv(script: Fence, settings: Settings, where: Where) -> tuple[str, ...]:
+def _script_argv(script: Fence, settings: Inherited, where: Where) -> tuple[str, ...]:
     """The interpreter of the script's language, or the frontmatter exec with that language's flag (Gavel)."""
     interpreter = INTERPRETERS.get(script.language)
     if settings.exec is not None:

@@ -34,7 +34,7 @@ from fixtures_core.parsing.config import Where, read_redaction, read_string, rea
 from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.safe_yaml import load_yaml
-from fixtures_core.parsing.settings import Settings, apply_common
+from fixtures_core.parsing.settings import Inherited, apply_common
 from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import reject_broken_table, table_rows
 from fixtures_core.parsing.throughput import read_budget, read_concurrency, read_limits
@@ -115,7 +115,7 @@ def parse_document(
     return finish_rows(rows, settings.suite), tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
 
 
-def _arm_variants(settings: Settings) -> list[Settings]:
+def _arm_variants(settings: Inherited) -> list[Inherited]:
     """The settings of each arm of an A/B suite: an arm acts as the frontmatter of its copy of every row."""
     arms = settings.suite.arms if settings.suite is not None else ()
     if not arms:
@@ -135,7 +135,7 @@ def _arm_variants(settings: Settings) -> list[Settings]:
 class _Reader:
     """Walks the Markdown tokens in document order, as Gavel walks its syntax tree."""
 
-    def __init__(self, lines: list[str], offset: int, settings: Settings, path: str) -> None:
+    def __init__(self, lines: list[str], offset: int, settings: Inherited, path: str) -> None:
         self.lines, self.offset, self.settings, self.path = lines, offset, settings, path
         self.rows: list[RowSpec] = []
         self.warnings: list[FixtureWarning] = []
@@ -276,10 +276,10 @@ def _closing(tokens: list[Token], start: int, kind: str) -> int:
 # --- frontmatter ---------------------------------------------------------------
 
 
-def _read_frontmatter(lines: list[str], path: str) -> tuple[Settings, int, list[FixtureWarning]]:
+def _read_frontmatter(lines: list[str], path: str) -> tuple[Inherited, int, list[FixtureWarning]]:
     """The file's settings, the index of the first body line, and warnings about Gavel-only keys."""
     if not lines or lines[0].strip() != "---":
-        return Settings(), 0, []
+        return Inherited(), 0, []
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
             break
@@ -296,13 +296,13 @@ def _read_frontmatter(lines: list[str], path: str) -> tuple[Settings, int, list[
 
 def _settings_from(
     data: Mapping[str, object], key_lines: dict[str, int], item_lines: dict[str, list[int]], path: str
-) -> Settings:
+) -> Inherited:
     reject_near_misses(key_lines, (*FRONTMATTER_KEYS, *GAVEL_ONLY_KEYS), path)
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))
 
-    settings = Settings(
+    settings = Inherited(
         exec=read_string(data["exec"], at("exec"), "exec") if "exec" in data else None,
         args=read_string_list(data["args"], at("args"), "args") if "args" in data else (),
         code_blocks=tuple(c.lower() for c in read_string_list(data["codeBlocks"], at("codeBlocks"), "codeBlocks"))

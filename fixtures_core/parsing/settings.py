@@ -23,7 +23,7 @@ from fixtures_core.suite import SuiteSpec
 
 
 @dataclass(frozen=True)
-class Settings:
+class Inherited:
     """What the frontmatter (or a block's yaml on top of it) gives a row."""
 
     exec: str | None = None
@@ -60,12 +60,12 @@ class Settings:
 
 
 def apply_common(
-    base: Settings,
+    base: Inherited,
     data: Mapping[str, object],
     key_lines: Mapping[str, int],
     item_lines: Mapping[str, list[int]],
     path: str,
-) -> Settings:
+) -> Inherited:
     """Keys shared by frontmatter and block yaml: env, cwd, timeout, repeat, metrics, skip, os, arch,
     indeterminate, serial."""
 

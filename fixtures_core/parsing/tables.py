@@ -14,7 +14,7 @@ from markdown_it.token import Token
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.config import Where, read_exit_code, read_repeat, read_skip, read_timeout
-from fixtures_core.parsing.settings import Settings
+from fixtures_core.parsing.settings import Inherited
 from fixtures_core.parsing.throughput import read_serial
 from fixtures_core.spec import Expectation, FixtureWarning, RowSpec
 
@@ -60,7 +60,7 @@ def column_key(title: str) -> str:
 
 
 def table_rows(
-    tokens: list[Token], lines: list[str], offset: int, settings: Settings, path: str
+    tokens: list[Token], lines: list[str], offset: int, settings: Inherited, path: str
 ) -> tuple[list[RowSpec], list[FixtureWarning]]:
     """The rows of one table (none for a table without a Name column) and what assay ignores in it."""
     header_line, header = _first_row(tokens)
@@ -101,7 +101,7 @@ def _reject_duplicate_columns(header: list[str], keys: list[str], where: Where) 
         seen[identity] = title
 
 
-def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings: Settings, path: str) -> RowSpec:
+def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings: Inherited, path: str) -> RowSpec:
     where = Where(path, line)
     known = {keys[h]: v for h, v in cells.items() if keys[h] and v not in ("", "-")}
     name = known.get("name", "")

@@ -28,8 +28,7 @@ RANKS = {
     "analysis": 3,
     "records": 4,
     "reports": 5,
-    "abstage": 6, "runner": 6,
-    "rejudge": 7,
+    "runs": 6,
 }  # fmt: skip
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.results import Check, MetricValue, SampleResult
-from fixtures_core.runner import RunOptions, plan
+from fixtures_core.runs.options import RunOptions
+from fixtures_core.runs.plan import plan
 from fixtures_core.spec import RowSpec
 from flows.board import RowBoard, baselines_first
 

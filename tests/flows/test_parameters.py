@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from fixtures_core.errors import UsageError
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from flows.parameters import MatrixParameters, ParameterError
 
 

@@ -8,7 +8,7 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.results import Check, Outcomes, RowResult, SampleResult
 from fixtures_core.spec import Expectation, RowSpec
-from flows.states import Outcome, carried, row_message, row_state, sample_log, sample_state
+from flows.states import Carried, carried, row_message, row_state, sample_log, sample_state
 
 
 def sample(index: int, status: str = "PASS", **fields: object) -> SampleResult:
@@ -91,5 +91,5 @@ def test_rows_say_how_many_samples_passed_and_why_they_failed() -> None:
 
 
 def test_the_outcome_is_an_exception_prefect_can_raise_with_the_message() -> None:
-    outcome = Outcome(row("FAIL", ()), "assay verdict FAIL")
+    outcome = Carried(row("FAIL", ()), "assay verdict FAIL")
     assert str(outcome) == "assay verdict FAIL" and repr(outcome) == "<RowResult FAIL>"

@@ -15,7 +15,7 @@ import pytest
 
 from fixtures_core.execution.judge import labels_for
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from tests.integration.conftest import WIDE, run_cli
 from tests.suites import EXAMPLE_SUITE, run_in_process
 
@@ -86,10 +86,10 @@ def report_artifact(options: RunOptions) -> str:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    from fixtures_core.runner import plan
-    from flows.suite import suite_key
+    from fixtures_core.runs.plan import plan
+    from flows.naming import artifact_key
 
-    key = f"assay-report-{suite_key(options, plan(options).matrix)}"
+    key = f"assay-report-{artifact_key(options, plan(options).matrix)}"
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     assert found, "no report artifact"

@@ -16,8 +16,11 @@ import pytest
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
-from flows.local import run_rows_locally
+from fixtures_core.runs.close import complete
+from fixtures_core.runs.local import run_rows_locally
+from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recorder import Recorder
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
 

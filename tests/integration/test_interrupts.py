@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-import fixtures_core.runner as runner
 from fixtures_core.execution import procfs
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.reports import terminal
+from fixtures_core.runs import close, plan
 from flows import server
 from flows.run import main
 from tests.integration.conftest import REPO, SESSION_HOME
@@ -87,7 +87,7 @@ def test_a_signal_while_planning_stops_before_anything_runs(
     ran = tmp_path / "ran"
     fixture = tmp_path / "f.md"
     fixture.write_text(block(f"touch {ran}"))
-    signal_self_first(monkeypatch, runner, "load_matrix", signal.SIGTERM)
+    signal_self_first(monkeypatch, plan, "load_matrix", signal.SIGTERM)
     assert main(["run", str(fixture), "--engine", engine, "--out", str(tmp_path / "state")]) == 2
     lines = error_lines(capfd.readouterr().err)
     assert lines == ["error: interrupted by SIGTERM before the run started; nothing ran"]
@@ -138,7 +138,7 @@ def test_a_signal_while_finalizing_records_the_run_as_interrupted(
 ) -> None:
     fixture = tmp_path / "f.md"
     fixture.write_text(block("true"))
-    signal_self_first(monkeypatch, runner, "finalize_rows")
+    signal_self_first(monkeypatch, close, "finalize_rows")
     assert main(["run", str(fixture), "--engine", engine, "--out", str(tmp_path / "state")]) == 2
     assert error_lines(capfd.readouterr().err) == ["assay: SIGINT: stopping samples (again to stop at once)"]
     document = only_run(tmp_path / "state")

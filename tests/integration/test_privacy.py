@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from tests.integration.conftest import run_cli
 
 AGENT = r"""

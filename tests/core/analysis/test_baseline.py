@@ -33,7 +33,10 @@ from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.reports.comparison import text_lines
 from fixtures_core.results import Outcome, RowResult, Status
-from fixtures_core.runner import Recorder, RunOptions, complete, plan, store_for
+from fixtures_core.runs.close import complete
+from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recorder import Recorder
 
 # Each sample prints {"ms": MS + sample index, "cost": COST} and exits with CODE.
 SCRIPT = 'echo "{\\"ms\\": $(( {{ .ms }} + ASSAY_SAMPLE )), \\"cost\\": {{ .cost }}}"; exit {{ .code }}'

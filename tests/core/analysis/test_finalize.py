@@ -421,7 +421,7 @@ def test_summary_counts() -> None:
 
 
 def test_summary_has_no_status_of_its_own() -> None:
-    # The run's status weighs A/B ship gates and arm rows (abstage.run_status) and interruptions;
+    # The run's status weighs A/B ship gates and arm rows (runs.ab.run_status) and interruptions;
     # a second definition from the counts alone would disagree with it.
     assert not hasattr(Summary, "status")
 

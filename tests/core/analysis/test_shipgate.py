@@ -2,7 +2,7 @@
 
 Each arm prints a number; a small judge script scores each candidate with the
 number it printed (``DQ`` in the output marks a disqualifier). Runs go through
-plan, the local engine and ``runner.complete``, so every field is the one a
+plan, the local engine and ``runs.close.complete``, so every field is the one a
 real run writes.
 """
 

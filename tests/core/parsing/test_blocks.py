@@ -14,7 +14,7 @@ import pytest
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.blocks import Block, Fence, block_row, is_validation_list
 from fixtures_core.parsing.parser import parse_file
-from fixtures_core.parsing.settings import Settings
+from fixtures_core.parsing.settings import Inherited
 from tests.core.parsing.fixture_files import by_name, parse, parse_error, write
 
 
@@ -51,7 +51,7 @@ def test_block_row_joins_validations_and_warns_about_what_does_not_run() -> None
         scripts=[bash("echo old\n", 5), bash("echo hi\n", 9, "bash exitCode=1")],
         validations=[("cel: exitCode == 0", 13), ("contains: 'hi'", 14), ("just prose", 15)],
     )
-    row, warnings = block_row(block, Settings(repeat=2), no_yaml, "f.md")
+    row, warnings = block_row(block, Inherited(repeat=2), no_yaml, "f.md")
     assert (row.file, row.line, row.name, row.repeat) == ("f.md", 3, "greets", 2)
     assert row.argv == ("bash", "-c", "echo hi\n")
     assert row.expect.cel == '(exitCode == 0) && (stdout.contains("hi"))'
@@ -78,7 +78,7 @@ def test_block_row_reads_the_last_yaml_fence_with_the_loader_at_the_line_after_t
         scripts=[bash("echo hi\n", 12)],
         configs=[Fence("yaml", "old: 1\n", 3, "yaml"), Fence("yaml", "new\n", 6, "yaml")],
     )
-    row, warnings = block_row(block, Settings(properties={"model": "m"}), load, "f.md")
+    row, warnings = block_row(block, Inherited(properties={"model": "m"}), load, "f.md")
     assert calls == [("new\n", 7)]
     assert (row.expect.exit_code, row.expect.stdout, row.repeat) == (3, "hi", 4)
     assert dict(row.properties) == {"model": "m", "flavor": "spicy"}  # block keys are not properties
@@ -90,15 +90,15 @@ def test_block_row_reads_the_last_yaml_fence_with_the_loader_at_the_line_after_t
 
 def test_block_row_runs_the_script_with_the_frontmatter_exec_and_the_language_flag() -> None:
     block = Block("a", 1, standalone=False, scripts=[Fence("python", "print(1)\n", 3, "python")])
-    row, _ = block_row(block, Settings(exec="uv run python"), no_yaml, "f.md")
+    row, _ = block_row(block, Inherited(exec="uv run python"), no_yaml, "f.md")
     assert row.argv == ("bash", "-c", 'uv run python "$@"', "bash", "-c", "print(1)\n")
-    row, _ = block_row(block, Settings(), no_yaml, "f.md")
+    row, _ = block_row(block, Inherited(), no_yaml, "f.md")
     assert row.argv == (sys.executable, "-c", "print(1)\n")
 
 
 def test_block_row_without_a_script_names_the_allowed_languages() -> None:
     with pytest.raises(FixtureError) as caught:
-        block_row(Block("lonely", 4, standalone=False), Settings(code_blocks=("bash", "sh")), no_yaml, "f.md")
+        block_row(Block("lonely", 4, standalone=False), Inherited(code_blocks=("bash", "sh")), no_yaml, "f.md")
     assert (
         str(caught.value) == "f.md:4: command: command block 'lonely' has no script fence (allowed languages: bash, sh)"
     )
@@ -107,7 +107,7 @@ def test_block_row_without_a_script_names_the_allowed_languages() -> None:
 def test_block_row_rejects_prose_that_gavel_would_read_as_cel() -> None:
     block = Block("a", 1, standalone=False, scripts=[bash("echo\n", 2)], validations=[("Note: it echoes", 6)])
     with pytest.raises(FixtureError) as caught:
-        block_row(block, Settings(), no_yaml, "f.md")
+        block_row(block, Inherited(), no_yaml, "f.md")
     assert (caught.value.line, caught.value.field) == (6, "validation")
 
 

@@ -1,7 +1,7 @@
 """Inherited settings (``fixtures_core.parsing.settings``): what the frontmatter, or a block's yaml on
 top of it, gives a row.
 
-``Settings.platform_skip``, ``apply_common`` and ``merge_metrics`` are called directly; frontmatter
+``Inherited.platform_skip``, ``apply_common`` and ``merge_metrics`` are called directly; frontmatter
 is also written to a real file and read with ``parse_file`` (lines are 1-based lines of that file).
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.builtins import go_arch, go_os
-from fixtures_core.parsing.settings import Settings, apply_common, merge_metrics
+from fixtures_core.parsing.settings import Inherited, apply_common, merge_metrics
 from fixtures_core.spec import DEFAULT_TIMEOUT_S, MetricSpec
 from tests.core.parsing.fixture_files import parse, parse_error
 
@@ -25,7 +25,7 @@ def metric(name: str, extract: str, line: int) -> MetricSpec:
     return MetricSpec(name=name, extract=extract, unit="s", file="f.md", line=line)
 
 
-# --- Settings.platform_skip -----------------------------------------------------------------
+# --- Inherited.platform_skip -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -43,14 +43,14 @@ def metric(name: str, extract: str, line: int) -> MetricSpec:
     ],
 )
 def test_platform_skip(os: tuple[str, ...], arch: tuple[str, ...], reason: str | None) -> None:
-    assert Settings(os=os, arch=arch).platform_skip() == reason
+    assert Inherited(os=os, arch=arch).platform_skip() == reason
 
 
 # --- apply_common and merge_metrics ---------------------------------------------------------
 
 
 def test_apply_common_overrides_what_it_is_given_and_merges_env() -> None:
-    base = Settings(env={"A": "1", "B": "1"}, cwd="/base", repeat=3, skip="inherited", properties={"p": 1})
+    base = Inherited(env={"A": "1", "B": "1"}, cwd="/base", repeat=3, skip="inherited", properties={"p": 1})
     data = {"env": {"B": "2", "C": 3}, "timeout": "90s", "serial": True, "indeterminate": "exitCode == 7"}
     got = apply_common(base, data, {"env": 2, "timeout": 5, "serial": 6, "indeterminate": 7}, {}, "f.md")
     assert dict(got.env) == {"A": "1", "B": "2", "C": "3"}
@@ -62,19 +62,19 @@ def test_apply_common_overrides_what_it_is_given_and_merges_env() -> None:
     ("skip", "expected"), [("", ("kept", None)), (None, ("kept", None)), ("test -d /", (None, "test -d /"))]
 )
 def test_apply_common_empty_skip_keeps_the_inherited_one(skip: str | None, expected: tuple[object, object]) -> None:
-    got = apply_common(Settings(skip="kept"), {"skip": skip}, {"skip": 3}, {}, "f.md")
+    got = apply_common(Inherited(skip="kept"), {"skip": skip}, {"skip": 3}, {}, "f.md")
     assert (got.skip, got.skip_command) == expected
 
 
 def test_apply_common_errors_name_the_key_line() -> None:
     with pytest.raises(FixtureError) as caught:
-        apply_common(Settings(), {"repeat": 0}, {"repeat": 12}, {}, "f.md")
+        apply_common(Inherited(), {"repeat": 0}, {"repeat": 12}, {}, "f.md")
     assert str(caught.value) == "f.md:12: repeat: must be a whole number >= 1, got 0"
 
 
 def test_apply_common_refuses_metrics_and_measurements_together_at_the_later_key() -> None:
     with pytest.raises(FixtureError) as caught:
-        apply_common(Settings(), {"metrics": [], "measurements": []}, {"metrics": 8, "measurements": 4}, {}, "f.md")
+        apply_common(Inherited(), {"metrics": [], "measurements": []}, {"metrics": 8, "measurements": 4}, {}, "f.md")
     assert (caught.value.line, caught.value.field) == (8, "measurements")
 
 
@@ -91,7 +91,7 @@ def test_merge_metrics_replaces_by_name_and_appends_new_ones() -> None:
 
 
 def test_defaults_without_frontmatter() -> None:
-    settings = Settings()
+    settings = Inherited()
     assert (settings.timeout_s, settings.repeat, settings.code_blocks, settings.exec) == (
         DEFAULT_TIMEOUT_S,
         1,

@@ -13,7 +13,9 @@ from fixtures_core.parsing.matrix import load_matrix
 from fixtures_core.records.resume import Started, check_resumable, find_started, resumed_rows
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, Outcomes, RowResult, SampleResult, Stop
-from fixtures_core.runner import Recorder, RunOptions, RunStop, complete, store_for
+from fixtures_core.runs.close import RunStop, complete
+from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.recorder import Recorder
 from fixtures_core.spec import Matrix
 
 

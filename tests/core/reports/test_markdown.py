@@ -14,7 +14,10 @@ from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
 from fixtures_core.reports import markdown, terminal
 from fixtures_core.results import Check, MetricValue, SampleResult
-from fixtures_core.runner import Recorder, RunOptions, complete, plan
+from fixtures_core.runs.close import complete
+from fixtures_core.runs.options import RunOptions
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recorder import Recorder
 from fixtures_core.spec import RowSpec
 
 FIXTURE = """---

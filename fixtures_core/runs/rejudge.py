@@ -21,7 +21,10 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import new_run_id
-from fixtures_core.runner import Recorder, Rejudging, RunOptions, complete, plan, store_for
+from fixtures_core.runs.close import Rejudging, complete
+from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recorder import Recorder
 from fixtures_core.text import excerpt
 
 

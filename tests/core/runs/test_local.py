@@ -1,4 +1,4 @@
-"""The local engine's row loop (``flows.local.run_rows_locally``): rows on threads, each recorded as it
+"""The local engine's row loop (``runs.local.run_rows_locally``): rows on threads, each recorded as it
 finishes, results in matrix order whatever order they finished in."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from pathlib import Path
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.evidence import raw_rows
-from fixtures_core.runner import Recorder, RunOptions, plan, store_for
-from flows.local import run_rows_locally
+from fixtures_core.runs.local import run_rows_locally
+from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recorder import Recorder
 
 
 def test_rows_run_in_parallel_come_back_in_matrix_order_and_are_recorded(

@@ -11,8 +11,8 @@ import pytest
 from fixtures_core.errors import UsageError
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.records.store import Store
-from fixtures_core.rejudge import rejudge
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
+from fixtures_core.runs.rejudge import rejudge
 from tests.core.conftest import ExampleRun
 
 

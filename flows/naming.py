@@ -1,15 +1,15 @@
-"""How a run is found in Prefect: its flow-run name, its tags, and the artifact keys of its suite.
+"""How a run is found in Prefect: its flow-run name, its tags, and its artifact keys.
 
-A suite is what a run runs again and again: its label, or else its set of
-fixture files. Artifact keys derive from it, so the history of one suite's
+Artifact keys derive from what runs again and again: a run's label, or else
+its set of fixture files, so the history of one label's (or file set's)
 reports never mixes with another's.
 
-``suite_key`` has its own rules rather than ``fixtures_core.files.slug``:
+``artifact_key`` has its own rules rather than ``fixtures_core.files.slug``:
 Prefect accepts only lower-case letters, digits and dashes in an artifact
 key (``slug`` keeps case, dots and underscores), and the key is what people
 read and search in the UI, so it stays readable and the same from run to
 run. Labels that differ only in case or punctuation (``Nightly EU / v2``,
-``nightly-eu-v2``) therefore name one suite; only a key cut to length
+``nightly-eu-v2``) therefore share one key; only a key cut to length
 carries a digest.
 """
 
@@ -19,11 +19,11 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from fixtures_core.spec import Matrix
 
 ASSAY_TAG = "assay"
-_KEY_MAX = 60  # keeps "assay-report-<suite>" readable in the UI's artifact list
+_KEY_MAX = 60  # keeps "assay-report-<key>" readable in the UI's artifact list
 _NOT_KEY = re.compile(r"[^a-z0-9]+")
 
 
@@ -37,14 +37,14 @@ def fixture_names(matrix: Matrix) -> list[str]:
     return [f.identity or f.path for f in matrix.files]
 
 
-def suite_tags(options: RunOptions, matrix: Matrix, extra: Iterable[str] = ()) -> list[str]:
+def run_tags(options: RunOptions, matrix: Matrix, extra: Iterable[str] = ()) -> list[str]:
     """``assay``, the label, the extra (``--tag``) values and the fixture names; each once, in that order."""
     found = [ASSAY_TAG, *([options.label] if options.label else []), *extra, *fixture_names(matrix)]
     return list(dict.fromkeys(tag for tag in found if tag))
 
 
-def suite_key(options: RunOptions, matrix: Matrix) -> str:
-    """The suite part of artifact keys: the label, else the fixture files (lower-case letters, digits, dashes)."""
+def artifact_key(options: RunOptions, matrix: Matrix) -> str:
+    """What a run's artifact keys share: the label, else the fixture files (lower-case letters, digits, dashes)."""
     source = options.label or " ".join(sorted(name.removesuffix(".md") for name in fixture_names(matrix)))
     key = _NOT_KEY.sub("-", source.lower()).strip("-") or "suite"
     if len(key) > _KEY_MAX:

@@ -1,10 +1,10 @@
-"""Flow-run names, tags and per-suite artifact keys."""
+"""Flow-run names, tags and artifact keys."""
 
 from __future__ import annotations
 
-from fixtures_core.runner import RunOptions
+from fixtures_core.runs.options import RunOptions
 from fixtures_core.spec import FixtureFile, Matrix
-from flows.suite import flow_run_name, suite_key, suite_tags
+from flows.naming import artifact_key, flow_run_name, run_tags
 
 
 def matrix(*names: str) -> Matrix:
@@ -18,20 +18,20 @@ def test_the_flow_run_is_named_after_the_run_and_its_label() -> None:
 
 def test_tags_are_assay_the_label_extra_tags_and_fixture_names_once_each() -> None:
     options = RunOptions(paths=(), label="nightly")
-    tags = suite_tags(options, matrix("suites/a.md", "suites/b.md"), ["team-a", "nightly"])
+    tags = run_tags(options, matrix("suites/a.md", "suites/b.md"), ["team-a", "nightly"])
     assert tags == ["assay", "nightly", "team-a", "suites/a.md", "suites/b.md"]
 
 
 def test_artifact_keys_come_from_the_label_else_the_fixture_files() -> None:
-    assert suite_key(RunOptions(paths=(), label="Nightly EU / v2"), matrix("x.md")) == "nightly-eu-v2"
-    assert suite_key(RunOptions(paths=()), matrix("examples/matrix.md")) == "examples-matrix"
-    both = suite_key(RunOptions(paths=()), matrix("b/two.md", "a/one.md"))
-    assert both == "a-one-b-two"  # sorted: the same suite whatever the order on the command line
+    assert artifact_key(RunOptions(paths=(), label="Nightly EU / v2"), matrix("x.md")) == "nightly-eu-v2"
+    assert artifact_key(RunOptions(paths=()), matrix("examples/matrix.md")) == "examples-matrix"
+    both = artifact_key(RunOptions(paths=()), matrix("b/two.md", "a/one.md"))
+    assert both == "a-one-b-two"  # sorted: the same key whatever the order on the command line
 
 
-def test_long_suite_keys_stay_short_and_distinct() -> None:
+def test_long_artifact_keys_stay_short_and_distinct() -> None:
     many = [f"suites/provider-{i:02d}.md" for i in range(12)]
-    first = suite_key(RunOptions(paths=()), matrix(*many))
-    second = suite_key(RunOptions(paths=()), matrix(*many[:-1]))
+    first = artifact_key(RunOptions(paths=()), matrix(*many))
+    second = artifact_key(RunOptions(paths=()), matrix(*many[:-1]))
     assert len(first) <= 60 and len(second) <= 60 and first != second
     assert set(first) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")

@@ -1,6 +1,6 @@
 """The A/B stage of closing a run, the same for every engine: judge, score, gate, report.
 
-``runner.complete`` calls ``judge_run`` on the raw rows (every arm of every
+``runs.close.complete`` calls ``judge_run`` on the raw rows (every arm of every
 case has finished by then), finalizes the scored rows, then ``suite_outcomes``
 gives each suite's ship-gate section and ``run_status`` the run's status.
 """
@@ -34,7 +34,7 @@ class Judged:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class JudgingDirs:
     """Where judging reads attempts and writes its files, and which run it belongs to."""
 
     run_dir: Path
@@ -45,7 +45,7 @@ class Evidence:
 def judge_run(
     specs: Sequence[RowSpec],
     rows: Sequence[RowResult],
-    evidence: Evidence,
+    dirs: JudgingDirs,
     containment: Containment,
     parallel: int,
     seed: int | None = None,
@@ -58,7 +58,7 @@ def judge_run(
             if suite.judge is None:
                 continue
             labelling = seed if seed is not None else suite.judge.seed if suite.judge.seed is not None else new_seed()
-            settings = JudgeSettings(evidence.run_dir, evidence.evidence_dir, labelling, evidence.run_id, parallel)
+            settings = JudgeSettings(dirs.run_dir, dirs.evidence_dir, labelling, dirs.run_id, parallel)
             judgings.append(judge_suite(suite, specs, rows, settings, containment))
     scored_specs, scored_rows = apply_judgments(specs, rows, judgings)
     return Judged(scored_specs, scored_rows, judgings)

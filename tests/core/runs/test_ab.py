@@ -1,4 +1,4 @@
-"""The A/B stage of closing a run (``fixtures_core.abstage``): the run's status over rows and suites."""
+"""The A/B stage of closing a run (``fixtures_core.runs.ab``): the run's status over rows and suites."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The local engine: the same row function on plain threads, no Prefect.
 
 Rows run on ``rows_at_once`` threads; their samples share the run's sample
-slots (``runner.pool_for``): local semaphores for ``limits``.
+slots (``runs.plan.pool_for``): local semaphores for ``limits``.
 """
 
 from __future__ import annotations
@@ -14,18 +14,10 @@ from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult
-from fixtures_core.runner import (
-    Plan,
-    Recorder,
-    RunOptions,
-    complete,
-    open_run,
-    pool_for,
-    rows_at_once,
-    run_recorded_row,
-    run_stop,
-    settings_for,
-)
+from fixtures_core.runs.close import complete, run_stop
+from fixtures_core.runs.options import RunOptions, settings_for
+from fixtures_core.runs.plan import Plan, pool_for, rows_at_once
+from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row
 from fixtures_core.spec import RowSpec
 
 

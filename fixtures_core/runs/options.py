@@ -1,0 +1,170 @@
+"""The options of a run, as the command line or a deployment gives them, and what they settle
+alone: a resumed run's options, the state folder, what every sample shares."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fixtures_core.analysis.baseline import check_tolerance
+from fixtures_core.errors import UsageError
+from fixtures_core.execution.rows import RunSettings
+from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
+from fixtures_core.parsing.throughput import merge_limits, parse_budget, parse_limit
+from fixtures_core.records.resume import check_resumable, find_started
+from fixtures_core.records.store import Store
+from fixtures_core.reports.outputs import ReportFiles
+from fixtures_core.spec import Budget, Limit
+
+DEFAULT_PARALLEL = 4
+# What a resumed run may change: how it runs and what it writes besides run.json, never what it runs.
+EXECUTION_OPTIONS = frozenset(
+    {
+        "engine",
+        "parallel",
+        "concurrency",
+        "limits",
+        "dask_address",
+        "capture_limit",
+        "html",
+        "junit",
+        "summary",
+        "frame",
+    }
+)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of one run, as the command line or a deployment gives them."""
+
+    paths: tuple[str, ...]
+    out: str = ".assay"
+    filter: str | None = None
+    repeat: int | None = None
+    k: int | None = None
+    group_by: tuple[str, ...] = ()
+    parallel: int | None = None  # rows in flight (default: the sample slots)
+    concurrency: int | None = (
+        None  # samples in flight across the run (default: the files' own, else --parallel, else 4)
+    )
+    limits: tuple[str, ...] = ()  # PROPERTY=CAP or PROPERTY=COUNT/UNIT, on top of the files' limits
+    budget: str | None = None  # a summed metric and its cap for the whole run: "cost_usd <= 5"
+    resume: str | None = None  # the interrupted run this run continues
+    dask_address: str | None = None  # run samples on this Dask scheduler ("local": a LocalCluster of processes)
+    label: str | None = None
+    engine: str = "prefect"
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT
+    baseline: str | None = None
+    tolerance: float = 0.0
+    dry_run: bool = False  # A/B suites: prepare, set up and verify; never run an arm or the judge
+    judge: str | None = None  # a judge command line replacing every suite's own
+    seed: int | None = None  # the seed of the judge's blind labels (default: the suite's, else a new one)
+    rejudge: str | None = None  # the run whose evidence this run re-judges
+    html: str | None = None
+    junit: str | None = None
+    summary: str | None = None
+    frame: str | None = None
+
+    @property
+    def reports(self) -> ReportFiles:
+        """The report files this run writes once it is complete."""
+        return ReportFiles(html=self.html, junit=self.junit, summary=self.summary, frame=self.frame)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> RunOptions:
+        """Options from JSON-like values (a deployment's parameters); lists become tuples."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise UsageError(f"unknown run option(s): {', '.join(unknown)} (known: {', '.join(sorted(fields))})")
+        converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        if isinstance(converted.get("paths"), str):
+            converted["paths"] = (converted["paths"],)
+        return cls(**converted)  # type: ignore[arg-type]
+
+    def check(self) -> None:
+        """Raise UsageError for values out of range: the one check of option values, whether they
+        come from the command line, a deployment's parameters or ``deployments/nightly.py``."""
+        if Path(self.out).exists() and not Path(self.out).is_dir():
+            raise UsageError(f"--out {self.out} is not a folder: give the state folder (default .assay)")
+        if self.repeat is not None and self.repeat < 1:
+            raise UsageError(f"--repeat must be a whole number >= 1, got {self.repeat}")
+        if self.parallel is not None and self.parallel < 1:
+            raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
+        self.run_limits()
+        self.run_budget()
+        if self.dask_address is not None and self.engine != "prefect":
+            raise UsageError("--dask-address runs samples on Dask workers through Prefect: not with --engine local")
+        if self.k is not None and self.k < 1:
+            raise UsageError(f"--k must be >= 1, got {self.k}")
+        if self.engine not in ("prefect", "local"):
+            raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
+        if self.dry_run and self.baseline is not None:
+            raise UsageError("--dry-run scores nothing, so it cannot be compared with a --baseline")
+        if self.seed is not None and self.seed < 0:
+            raise UsageError(f"--seed must be >= 0, got {self.seed}")
+        check_tolerance(self.tolerance)
+        self.reports.check()
+
+    def run_limits(self) -> tuple[Limit, ...]:
+        """``--limit`` values (UsageError when one does not parse)."""
+        parsed = []
+        for text in self.limits:
+            try:
+                parsed.append(parse_limit(text))
+            except ValueError as exc:
+                raise UsageError(f"--limit {text}: {exc}") from None
+        return merge_limits(parsed)
+
+    def run_budget(self) -> Budget | None:
+        """``--budget`` (UsageError when it does not parse)."""
+        if self.budget is None:
+            return None
+        try:
+            return parse_budget(self.budget, "--budget")
+        except ValueError as exc:
+            raise UsageError(f"--budget: {exc}") from None
+
+    def recorded(self) -> dict[str, object]:
+        """The options as the run document records them."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
+
+
+def resume_options(options: RunOptions) -> RunOptions:
+    """``--resume RUN``: that run's own options, with this command's way of running it (engine,
+    slots, limits, report files); anything that would change what runs is a usage error."""
+    if options.resume is None:
+        return options
+    store = store_for(options)
+    started = find_started(store, options.resume)
+    check_resumable(store, started)
+    defaults = RunOptions(paths=())
+    changed = [f.name for f in dataclasses.fields(RunOptions) if getattr(options, f.name) != getattr(defaults, f.name)]
+    conflicting = [name for name in changed if name not in EXECUTION_OPTIONS | {"resume", "out"}]
+    if conflicting:
+        flags = ", ".join("PATH" if n == "paths" else "--" + n.replace("_", "-") for n in conflicting)
+        raise UsageError(f"--resume {started.run_id} runs that run's own fixtures and options: drop {flags}")
+    fields = {f.name for f in dataclasses.fields(RunOptions)}
+    recorded = {k: v for k, v in started.options.items() if k in fields and k not in ("out", "resume")}
+    mine = {name: getattr(options, name) for name in changed if name in EXECUTION_OPTIONS}
+    return RunOptions.from_mapping({**recorded, **mine, "out": options.out, "resume": started.run_id})
+
+
+def settings_for(options: RunOptions, run_id: str) -> RunSettings:
+    """What every sample of a run shares (A/B attempts keep their evidence in the run's folder)."""
+    return RunSettings(
+        run_id=run_id,
+        capture_limit=options.capture_limit,
+        evidence_dir=str(store_for(options).run_dir(run_id)),
+        dry_run=options.dry_run,
+    )
+
+
+def store_for(options: RunOptions) -> Store:
+    """The state folder of a run."""
+    return Store(Path(options.out))

@@ -1,0 +1,147 @@
+"""What a run will execute, checked before anything runs: the selected rows, the baseline, and
+the sample pool they share (its slots, limits and budget)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
+from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
+from fixtures_core.execution.spending import Spending
+from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.suite import with_judge
+from fixtures_core.parsing.throughput import merge_limits
+from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.records.resume import check_fixtures, find_started, resumed_rows
+from fixtures_core.records.rundoc import RunResult, load_run
+from fixtures_core.runs.options import DEFAULT_PARALLEL, RunOptions, store_for
+from fixtures_core.spec import Limit, Matrix, Rate, RowSpec
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A saved run to compare with, and where it was found."""
+
+    path: str
+    run: RunResult
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will execute, checked before anything runs; a resumed run's id, start and
+    what it already has."""
+
+    matrix: Matrix
+    baseline: Baseline | None = None
+    resumed: Resumed | None = None
+    run_id: str | None = None
+    started_at: str | None = None
+
+
+def plan(options: RunOptions) -> Plan:
+    """Load, validate and select the rows of a run; raise before anything runs.
+
+    A baseline is loaded here too, and must share rows with the matrix: a
+    missing, unreadable or unrelated one stops the run before it spends
+    anything (the gate fails closed).
+    """
+    options.check()
+    baseline = load_baseline(options) if options.baseline is not None else None
+    matrix = load_matrix(options.paths)
+    if options.judge is not None:
+        matrix = with_judge(matrix, options.judge)
+    errors = validate_matrix(matrix)
+    if errors:
+        raise ValidationFailed(errors)
+    selected = select(matrix, options.filter, options.repeat)
+    if baseline is not None:
+        check_overlap(selected, baseline)
+    _check_budget_metric(options, selected)
+    if options.resume is None:
+        return Plan(selected, baseline)
+    store = store_for(options)
+    started = find_started(store, options.resume)
+    check_fixtures(started, selected)
+    resumed = resumed_rows(store, started.run_id, selected)
+    return Plan(selected, baseline, resumed, started.run_id, started.started_at)
+
+
+def _check_budget_metric(options: RunOptions, matrix: Matrix) -> None:
+    budget = options.run_budget()
+    if budget is None:
+        return
+    names = sorted({m.name for row in matrix.rows for m in row.metrics})
+    if budget.metric not in names:
+        known = ", ".join(names) or "none"
+        raise UsageError(f"--budget sums metric '{budget.metric}', which no row extracts (metrics: {known})")
+
+
+def sample_slots(options: RunOptions, matrix: Matrix) -> int:
+    """Samples in flight across the run: ``--concurrency``, else the smallest ``concurrency`` of the
+    fixture files, else ``--parallel`` (so ``--parallel 8`` alone still runs 8 samples at once), else 4."""
+    declared = [row.concurrency for row in matrix.rows if row.concurrency is not None]
+    return options.concurrency or min(declared, default=0) or options.parallel or DEFAULT_PARALLEL
+
+
+def rows_at_once(options: RunOptions, matrix: Matrix) -> int:
+    """Rows in flight: ``--parallel``, else as many as there are sample slots."""
+    return options.parallel or sample_slots(options, matrix)
+
+
+def run_limits(options: RunOptions, matrix: Matrix) -> tuple[Limit, ...]:
+    """The caps of the run: the strictest each fixture file sets per property, then ``--limit``'s."""
+    declared: dict[str, Limit] = {}
+    for row in matrix.rows:
+        for limit in row.limits:
+            before = declared.get(limit.property)
+            declared[limit.property] = limit if before is None else _stricter(before, limit)
+    return merge_limits([*declared.values(), *options.run_limits()])
+
+
+def _stricter(a: Limit, b: Limit) -> Limit:
+    caps = [c for c in (a.concurrency, b.concurrency) if c is not None]
+    rates = [r for r in (a.rate, b.rate) if r is not None]
+    slowest: Rate | None = min(rates, key=lambda r: r.count / r.per_s) if rates else None
+    return Limit(a.property, concurrency=min(caps) if caps else None, rate=slowest)
+
+
+@contextlib.contextmanager
+def pool_for(
+    options: RunOptions, planned: Plan, order: Sequence[RowSpec], gate: Gate | None = None
+) -> Iterator[SamplePool]:
+    """The sample pool of a run: its slots, limits and budgets (a resumed run's kept samples are spent already)."""
+    spending = Spending(options.run_budget())
+    resumed = planned.resumed or Resumed()
+    for row in planned.matrix.rows:
+        kept = resumed.rows[row.id].samples if row.id in resumed.rows else resumed.samples.get(row.id, ())
+        for sample in kept:
+            spending.charge(row, sample)
+    limits = run_limits(options, planned.matrix)
+    with sample_pool(sample_slots(options, planned.matrix), limits, spending, gate, order, resumed) as pool:
+        yield pool
+
+
+def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
+    """Raise BaselineError unless some row of the matrix is in the baseline (by file and name)."""
+    ours = {(row.fixture_id or row.file, row.name) for row in matrix.rows}
+    theirs = {(row.file, row.name) for row in baseline.run.rows}
+    if not ours & theirs:
+        files = sorted({f for f, _ in theirs})
+        mine = sorted({f for f, _ in ours})
+        raise BaselineError(
+            baseline.path,
+            f"no row in common with this run (baseline rows are in {', '.join(files)}; "
+            f"this run's in {', '.join(mine)})",
+        )
+
+
+def load_baseline(options: RunOptions) -> Baseline:
+    """The baseline run of these options; BaselineError when it cannot serve as one."""
+    assert options.baseline is not None
+    path = store_for(options).resolve_run(options.baseline)
+    baseline = load_run(path)
+    if not baseline.rows:
+        raise BaselineError(str(path), "baseline has no rows")
+    return Baseline(str(path), baseline)

@@ -1,0 +1,114 @@
+"""A run's evidence, written as it is produced: each sample, then each row's raw result.
+
+An engine (the local thread pool, or the Prefect flow) only decides where ``rows.run_row``
+executes; every engine runs its rows through ``run_recorded_row``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.pool import Resumed, SamplePool
+from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
+from fixtures_core.records.resume import write_started
+from fixtures_core.records.rundoc import utc_now
+from fixtures_core.records.shareable import shareable_row
+from fixtures_core.records.store import Store
+from fixtures_core.reports.progress import ProgressListener
+from fixtures_core.results import RowResult, SampleResult
+from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.plan import Plan
+from fixtures_core.spec import Matrix, RowSpec
+
+
+@dataclass
+class Recorder:
+    """Writes a run's evidence as it is produced (each sample, then each row's raw result)
+    and tells a listener (the progress display) after each write."""
+
+    store: Store
+    run_id: str
+    matrix: Matrix
+    started_at: str = field(default_factory=utc_now)
+    listener: ProgressListener | None = None
+    resumed: Resumed | None = None  # what a resumed run already has (its evidence is written)
+    evidence_run: str | None = None  # a re-judged run's: the run whose evidence its rows were read from
+
+    def __post_init__(self) -> None:
+        self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
+        if self.evidence_run is None:  # a re-judged run runs no sample: it has no evidence of its own
+            self.store.prepare_evidence(self.run_id)
+
+    def on_row_start(self, row: RowSpec) -> None:
+        if self.listener is None:
+            return
+        self.listener.row_started(row)
+        if self.resumed is not None:  # the samples a resumed run kept count as done
+            kept = self.resumed.rows[row.id].samples if row.id in self.resumed.rows else ()
+            for sample in kept or self.resumed.samples.get(row.id, ()):
+                self.listener.sample_finished(row, sample)
+
+    def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
+        self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
+        if self.listener is not None:
+            self.listener.sample_finished(row, sample)
+
+    def on_row(self, row: RowResult) -> None:
+        """A row's samples are done; its metrics and comparisons come at finalize."""
+        if self.resumed is None or self.resumed.rows.get(row.id) is not row:  # a kept row is on disk already
+            self.store.write_row(self.run_id, self._index[row.id], row)
+        if self.listener is not None:
+            self.listener.row_finished(row)
+
+    def shareable(self, row: RowResult) -> RowResult:
+        """``row`` as the run document keeps it: shareable samples, and the evidence file of its raw output."""
+        return replace(shareable_row(row), evidence=self._evidence_of(row))
+
+    def _evidence_of(self, row: RowResult) -> str | None:
+        """Where a row's raw output is, relative to the run's folder (None when nothing was written).
+
+        A re-judged run's rows point into the run they were read from, whose folder is a sibling of
+        this one: ``../RUN/evidence/ROW.jsonl`` (``row.evidence`` is relative to that run's folder).
+        """
+        if self.evidence_run is None:
+            path = self.store.evidence_file(self.run_id, self._index[row.id], row.name)
+        elif row.evidence is not None:
+            path = self.store.run_dir(self.evidence_run) / row.evidence
+        else:
+            return None
+        return Path(os.path.relpath(path, self.store.run_dir(self.run_id))).as_posix() if path.is_file() else None
+
+
+def run_recorded_row(
+    row: RowSpec,
+    settings: RunSettings,
+    containment: Containment,
+    recorder: Recorder,
+    pool: SamplePool | None = None,
+    sample_runner: SampleRunner | None = None,
+) -> RowResult:
+    """Run one row and record its raw result; every engine runs its rows through here.
+
+    Anything that raises on the way (a bug, an evidence write that fails) makes the row ERR
+    (``crashed_row``): a row whose raw result is not on disk is not reported as it ran, and
+    the run goes on with its other rows.
+    """
+    try:
+        recorder.on_row_start(row)
+        result = run_row(row, settings, containment, sample_runner, recorder.on_sample, pool)
+        recorder.on_row(result)
+    except Exception as exc:
+        return crashed_row(row, exc)
+    return result
+
+
+def open_run(options: RunOptions, run_id: str, planned: Plan, listener: ProgressListener | None = None) -> Recorder:
+    """The recorder of a run that starts now (recording its options for ``--resume``), or that resumes."""
+    store = store_for(options)
+    if planned.resumed is not None:
+        return Recorder(store, run_id, planned.matrix, planned.started_at or utc_now(), listener, planned.resumed)
+    recorder = Recorder(store, run_id, planned.matrix, listener=listener)
+    write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
+    return recorder
