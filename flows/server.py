@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixtures_core.errors import AssayError
+from fixtures_core.execution import procfs
 
 PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
 DEFAULT_PORT = 4200  # Prefect's default, where its docs send people's browsers
@@ -156,9 +157,10 @@ def _process(pid: int) -> tuple[list[str], str] | None:
     if Path("/proc/self").exists():
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-            return argv, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             return None
+        found = procfs.stat(pid)
+        return (argv, found.state) if found is not None else None
     shown = subprocess.run(["ps", "-o", "stat=", "-o", "args=", "-p", str(pid)], capture_output=True, text=True)
     fields = shown.stdout.split()
     return (fields[1:], fields[0]) if shown.returncode == 0 and fields else None
