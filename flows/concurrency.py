@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
@@ -44,7 +45,12 @@ def limit_name(key: LimitKey, rate: bool = False) -> str:
 class GlobalLimits:
     """The Prefect-side ``Gate`` of a run's sample pool."""
 
-    def __init__(self, limits: Iterable[Limit], keys: Iterable[LimitKey], logger: logging.Logger | None = None) -> None:
+    def __init__(
+        self,
+        limits: Iterable[Limit],
+        keys: Iterable[LimitKey],
+        logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+    ) -> None:
         self._caps = {limit.property: limit.concurrency for limit in limits if limit.concurrency is not None}
         self._rates = {limit.property: limit.rate for limit in limits if limit.rate is not None}
         self._logger = logger

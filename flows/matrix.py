@@ -56,7 +56,7 @@ from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
-from fixtures_core.execution.slots import key_value  # noqa: E402
+from fixtures_core.execution.slots import limit_keys  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
@@ -350,10 +350,9 @@ def _global_limits(options: RunOptions, planned: Plan) -> GlobalLimits | None:
     limits = run_limits(options, planned.matrix)
     if not limits:
         return None
-    names = {limit.property for limit in limits}
-    keys = [(name, key_value(row.properties[name])) for row in planned.matrix.rows for name in names
-            if name in row.properties]  # fmt: skip
-    return GlobalLimits(limits, keys, get_run_logger())  # type: ignore[arg-type]
+    names = [limit.property for limit in limits]
+    keys = [key for row in planned.matrix.rows for key in limit_keys(names, row.properties)]
+    return GlobalLimits(limits, keys, get_run_logger())
 
 
 @contextlib.contextmanager

@@ -196,14 +196,7 @@ def judge_sample(
 
 
 def _with_base(failed: Judgment, base: Judgment) -> Judgment:
-    return Judgment(
-        case=base.case,
-        sample=base.sample,
-        labels=base.labels,
-        evidence=base.evidence,
-        error=failed.error,
-        output=failed.output,
-    )
+    return replace(base, error=failed.error, output=failed.output)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fixtures_core.spec import Limit, Rate
@@ -43,6 +43,11 @@ class Lease:
 def key_value(value: object) -> str:
     """A property value as a limit key: text as is, anything else as compact JSON."""
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def limit_keys(limited: Iterable[str], properties: Mapping[str, object]) -> tuple[LimitKey, ...]:
+    """``(property, value)`` for each limited property a row has, in property order."""
+    return tuple((name, key_value(properties[name])) for name in sorted(set(limited)) if name in properties)
 
 
 class _Bucket:
@@ -89,7 +94,7 @@ class SampleSlots:
 
     def keys(self, properties: Mapping[str, object]) -> tuple[LimitKey, ...]:
         """The limited values of a row: ``(property, value)`` for each limited property it has."""
-        return tuple((name, key_value(properties[name])) for name in sorted(self.limited) if name in properties)
+        return limit_keys(self.limited, properties)
 
     def in_flight(self) -> int:
         with self._changed:
