@@ -38,9 +38,14 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--regression-tolerance", type=float, default=0.0, dest="tolerance")
     parser.add_argument("--repeat", type=int, help="samples per row for every row")
     parser.add_argument("--k", type=int, help="k of pass@k and pass^k")
-    parser.add_argument("--filter", help="only rows whose name matches this glob")
+    parser.add_argument(
+        "--filter", action="append", default=[], help="only rows whose name matches this glob (repeatable: any)"
+    )
     parser.add_argument("--group-by", action="append", default=[], help="suite figures per value of this property")
     parser.add_argument("--parallel", type=int, help="rows at once (default: as many as sample slots)")
+    parser.add_argument(
+        "--parallel-samples", action="store_true", help="samples of a row that does not say serial run at once"
+    )
     parser.add_argument("--concurrency", type=int, help="samples in flight across the run (default: the fixtures')")
     parser.add_argument(
         "--limit", action="append", default=[], dest="limits", help="PROPERTY=CAP or PROPERTY=COUNT/UNIT (repeatable)"
@@ -90,6 +95,7 @@ def serve(args: argparse.Namespace) -> int:
             "group_by": args.group_by,
             "filter": args.filter,
             "parallel": args.parallel,
+            "parallel_samples": args.parallel_samples,
             "concurrency": args.concurrency,
             "limit": args.limits,
             "budget": args.budget,

@@ -147,10 +147,17 @@ class RowSpec:
     fixture_id: str = ""  # the file's stable name in run documents (``parser.fixture_identity``)
     ab: ArmRow | None = None  # the row's case and arm in an A/B suite
     redaction: Redaction = field(default_factory=Redaction)
-    serial: bool = False  # the row's samples run one after another, in order (commands that share state)
+    # The row's samples run one after another, in order: True or None (not said, seed 01's default, for
+    # commands that share state between samples); False only when the fixture opts in (``serial: false``).
+    serial: bool | None = None
     concurrency: int | None = None  # the file's frontmatter: samples in flight at once (a run takes the smallest)
     limits: tuple[Limit, ...] = ()  # the file's frontmatter: caps per property value
     budget: Budget | None = None  # the file's frontmatter: a summed metric its samples may spend
+
+    @property
+    def samples_in_order(self) -> bool:
+        """The row's samples run strictly one after another unless the fixture or run opted out."""
+        return self.serial is not False
 
     @property
     def id(self) -> str:

@@ -9,6 +9,7 @@ an ``ArmRow`` naming its suite, its case (the table row) and its arm.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,6 +22,9 @@ SEVERITIES: tuple[Severity, ...] = ("disqualifier", "critical", "warning")
 GATE_SEVERITIES: tuple[GateSeverity, ...] = ("hard", "soft")
 DEFAULT_JUDGE_TIMEOUT_S = 600.0
 SCORE_METRIC = "score"  # the judge's total, kept per sample as a metric of each arm row
+
+
+_SHIPPED_FIGURE = re.compile(r"\bbaseline_(?:margin|score)\b")
 
 
 def matches_case(globs: tuple[str, ...], case: str) -> bool:
@@ -111,6 +115,12 @@ class SuiteSpec:
     requires: tuple[str, ...] = ()
     judge: JudgeSpec | None = None
     gates: tuple[GateSpec, ...] = ()
+    cases: tuple[str, ...] = ()  # every case (table row) of the file, whether a run selects it or not
+
+    @property
+    def compares_with_shipped(self) -> bool:
+        """A gate reads the saved run's figures (``baseline_margin``, ``baseline_score``)."""
+        return any(_SHIPPED_FIGURE.search(gate.cel) for gate in self.gates)
 
     @property
     def pair(self) -> tuple[str, str] | None:

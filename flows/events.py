@@ -23,13 +23,15 @@ def emit_run_finished(run: RunResult, artifact_key: str, document: str) -> None:
         resource={
             "prefect.resource.id": f"assay.suite.{artifact_key}",
             "prefect.resource.name": run.label or artifact_key,
-            "assay.verdict": run.verdict,
+            "assay.verdict": run.verdict.shown,
+            "assay.exit-code": str(run.verdict.exit_code),
             "assay.run-id": run.run_id,
         },
         payload={
             "run_id": run.run_id,
             "label": run.label,
-            "verdict": run.verdict,
+            "verdict": run.verdict.shown,
+            "exit_code": run.verdict.exit_code,
             "error": run.error,
             "rows": s.rows,
             "passed": s.passed,
@@ -38,7 +40,7 @@ def emit_run_finished(run: RunResult, artifact_key: str, document: str) -> None:
             "skipped": s.skipped,
             "samples": s.samples,
             "failing_rows": [row.name for row in run.rows if row.status in ("FAIL", "ERR")],
-            "regressed": bool(run.comparison and run.comparison.regressed),
+            "regressed": run.verdict.regressed,
             "document": document,
         },
     )

@@ -282,7 +282,8 @@ def matrix_flow(options: MatrixParameters) -> RunResult:
     _name_flow_run(flow_run_name(launch.run_id, launch.options.label), tags)
     run = _run_matrix(launch, key)
     document = store_for(launch.options).run_file(run.run_id).resolve()
-    (logger.info if run.verdict == "PASS" else logger.error)(f"{states.verdict_message(run)}; run document {document}")
+    log = logger.info if run.verdict.exit_code == 0 else logger.error
+    log(f"{states.verdict_message(run)}; run document {document}")
     return cast(RunResult, states.flow_state(run))
 
 

@@ -43,12 +43,18 @@ class MatrixParameters(BaseModel):
     group_by: list[Text] = Field(
         default_factory=list, description="Suite pass@k figures per value of these row properties."
     )
-    filter: Text | None = Field(
-        None, description="Only rows whose name matches this glob (the baseline rows they compare with are kept)."
+    filter: list[Text] = Field(
+        default_factory=list,
+        description="Only rows whose name matches one of these globs (the baseline rows they compare with are kept).",
     )
     parallel: int | None = Field(None, ge=1, description="Rows that run at once (default: the sample slots).")
+    parallel_samples: bool = Field(
+        False, description="Let the samples of a row that does not say serial run at once (default: in order)."
+    )
     concurrency: int | None = Field(
-        None, ge=1, description="Samples in flight across the run (default: the fixtures' own, else parallel, else 4)."
+        None,
+        ge=1,
+        description="Samples in flight across the run (default: the fixtures', else parallel, else 4; 1 with arms).",
     )
     limit: list[Text] = Field(
         default_factory=list,
@@ -81,7 +87,8 @@ class MatrixParameters(BaseModel):
         """The parameters that describe a command-line run (what the UI shows for it)."""
         return cls(
             paths=list(options.paths), out=options.out, repeat=options.repeat, k=options.k,
-            group_by=list(options.group_by), filter=options.filter, parallel=options.parallel, label=options.label,
+            group_by=list(options.group_by), filter=list(options.filter), parallel=options.parallel,
+            parallel_samples=options.parallel_samples, label=options.label,
             baseline=options.baseline, tolerance=options.tolerance, tags=list(tags), concurrency=options.concurrency,
             limit=list(options.limits), budget=options.budget,
         )  # fmt: skip
@@ -89,7 +96,8 @@ class MatrixParameters(BaseModel):
     def to_options(self) -> RunOptions:
         """The run options of a flow run (always the Prefect engine)."""
         return RunOptions(
-            paths=tuple(self.paths), out=self.out, filter=self.filter, repeat=self.repeat, k=self.k,
+            paths=tuple(self.paths), out=self.out, filter=tuple(self.filter), repeat=self.repeat, k=self.k,
+            parallel_samples=self.parallel_samples,
             group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
             baseline=self.baseline, tolerance=self.tolerance, concurrency=self.concurrency, limits=tuple(self.limit),
             budget=self.budget,

@@ -30,7 +30,7 @@ from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment
 from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
-from fixtures_core.records.store import Store, bless_refusal, new_run_id
+from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, check_writable, step_summary_file
 from fixtures_core.reports.progress import Progress
@@ -45,13 +45,18 @@ from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 if TYPE_CHECKING:
     from flows.server import Backend
 
-EXIT = {"PASS": 0, "FAIL": 1, "ERR": 2}
 HTML_HELP = "Write a self-contained HTML report (plots, drill-down) here."
 JUNIT_HELP = "Write JUnit XML here (a testcase per row) for CI test tabs."
 SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."
 FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
 JUDGE_HELP = "A judge command line replacing the A/B suites' own."
-CONCURRENCY_HELP = "Samples in flight across the run (default: the fixtures' own, else --parallel, else 4)."
+CONCURRENCY_HELP = (
+    "Samples in flight across the run (default: the fixtures' own, else --parallel, else 4; 1 with A/B arms)."
+)
+PARALLEL_SAMPLES_HELP = (
+    "Let the samples of one row run at once, for rows that do not say serial (default: in order, one after "
+    "another, as a command that keeps state between samples needs)."
+)
 LIMIT_HELP = "Cap per property value: PROPERTY=N in flight, or PROPERTY=N/minute (repeatable)."
 BUDGET_HELP = "Start no sample once a metric summed over the run reaches a cap: 'cost_usd <= 5'."
 RESUME_HELP = "Continue an interrupted or killed run (its id, folder, or latest); only missing samples run."
@@ -90,11 +95,13 @@ def run_command(
         Optional[list[str]], typer.Option("--group-by", help="Suite figures per value of this property.")
     ] = None,
     name_filter: Annotated[
-        Optional[str], typer.Option("--filter", help="Only rows whose name matches this glob.")
+        Optional[list[str]],
+        typer.Option("--filter", help="Only rows whose name matches this glob (repeatable: any of them)."),
     ] = None,
     parallel: Annotated[
         Optional[int], typer.Option("--parallel", help="Rows in flight (default: as many as sample slots).")
     ] = None,
+    parallel_samples: Annotated[bool, typer.Option("--parallel-samples", help=PARALLEL_SAMPLES_HELP)] = False,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
     limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
     budget: Annotated[Optional[str], typer.Option("--budget", help=BUDGET_HELP)] = None,
@@ -145,8 +152,9 @@ def run_command(
     if not paths and resume is None:
         raise click.UsageError("give at least one PATH (a fixture file or folder), or --resume RUN")
     options = RunOptions(
-        paths=tuple(paths or ()), out=out_dir, filter=name_filter, repeat=repeat, k=k, group_by=tuple(group_by or ()),
-        parallel=parallel, label=label, engine=engine, baseline=baseline, tolerance=tolerance,
+        paths=tuple(paths or ()), out=out_dir, filter=tuple(name_filter or ()), repeat=repeat, k=k,
+        group_by=tuple(group_by or ()), parallel=parallel, parallel_samples=parallel_samples, label=label,
+        engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
     )  # fmt: skip
@@ -170,7 +178,7 @@ def run_command(
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
         _recorded_as_interrupted(run, options, interrupt.signal_name)
         raise
-    raise Exit(2 if guard.interrupted else EXIT[run.verdict])
+    raise Exit(2 if guard.interrupted else run.verdict.exit_code)
 
 
 def _check_json_path(json_path: Path | None) -> None:
@@ -194,8 +202,8 @@ def _bless_if_passed(run: RunResult, out_dir: str) -> None:
     if refusal is not None:
         out.print(f"not blessed: {refusal}")
         return
-    target = Store(Path(out_dir)).bless(run.run_id, "shipped")
-    out.print(f"blessed {run.run_id} as 'shipped': {target}")
+    target = Store(Path(out_dir)).bless(run.run_id, SHIPPED)
+    out.print(f"blessed {run.run_id} as '{SHIPPED}': {target}")
 
 
 def execute_run(
@@ -263,7 +271,7 @@ def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: s
     """
     if run.stopped == "cancelled":
         return run
-    was = f" (it was {run.verdict})" if run.verdict != "ERR" else ""
+    was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
     marked = replace(
         run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}", stopped="cancelled"
     )
@@ -294,7 +302,7 @@ def validate_command(
 @app.command("bless")
 def bless_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
-    name: Annotated[str, typer.Option("--name", help="Baseline name.")] = "shipped",
+    name: Annotated[str, typer.Option("--name", help="Baseline name.")] = SHIPPED,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR or dry run anyway.")] = False,
 ) -> None:
@@ -328,7 +336,7 @@ def rejudge_command(
     for warning in rejudged.warnings:
         err.print(f"warning: {warning}")
     _report(rejudged.run, json_path)
-    raise Exit(2 if _guard().interrupted else EXIT[rejudged.run.verdict])
+    raise Exit(2 if _guard().interrupted else rejudged.run.verdict.exit_code)
 
 
 @app.command("compare")

@@ -5,8 +5,8 @@ value says. So every assay task returns a state built here: a passing sample
 or row is Completed; a failing one is Failed with its reason (the failing
 expectation or CEL, the exit code); a sample or row whose time budget ran
 out (``stopped == "timeout"``) is TimedOut; an errored one is Failed with
-the error; the flow run is Failed with the verdict and the failing rows for
-every FAIL or ERR verdict. Tasks return states instead of raising, so a
+the error; the flow run is Failed, with both answers and why, whenever the
+run exits non-zero (``records.verdict``). Tasks return states instead of raising, so a
 failing sample never stops its row.
 
 The domain result rides along as the state's data, wrapped in a
@@ -127,26 +127,18 @@ def row_log(row: RowResult) -> str:
 
 
 def flow_state(run: RunResult) -> State[Any]:
-    """Completed for PASS; Failed naming the verdict and the failing rows for FAIL and ERR."""
-    return _state(run.verdict == "PASS", False, verdict_message(run), run)
+    """Completed when the run exits 0, Failed otherwise (the exit code's answer: with a baseline a
+    FAIL that did not regress exits 0), its message naming both answers and why."""
+    return _state(run.verdict.exit_code == 0, False, verdict_message(run), run)
 
 
 def verdict_message(run: RunResult) -> str:
-    """``assay verdict FAIL (run ID): failing rows 'a', 'b'``, and the run's error."""
-    parts = [f"assay verdict {describe.verdict(run)[0]} (run {run.run_id})"]
-    errored = [row for row in run.rows if row.status == "ERR"]
-    failed = [row for row in run.rows if row.status == "FAIL"]
-    if errored:
-        parts.append(f"errored rows {describe.row_names(errored)}")
-    if failed:
-        parts.append(f"failing rows {describe.row_names(failed)}")
-    if run.comparison is not None and run.comparison.regressed:
-        parts.append(f"regression against the baseline {run.comparison.baseline}")
-    if run.error:
-        parts.append(f"error: {run.error}")
-    if run.verdict == "PASS":
-        parts.append(describe.counts(run))
-    return _bounded(": ".join(parts[:2]) + "".join(f"; {p}" for p in parts[2:]), 1000)
+    """``assay verdict FAIL · exit 1 (run ID): 1 row failed: 'a'``: both answers, the exit code, why."""
+    verdict = run.verdict
+    message = f"assay verdict {verdict.answer} (run {run.run_id}): {verdict.why}"
+    if verdict.exit_code == 0:
+        message += f"; {describe.counts(run)}"
+    return _bounded(message, 1000)
 
 
 def _bounded(text: str, limit: int = _MESSAGE_CHARS) -> str:

@@ -27,8 +27,9 @@ and this module only compares two ``RunResult`` values (no I/O). The rules
 * p-values (Mann-Whitney U over per-sample metric values, Fisher's exact
   test over sample pass counts) are information; they never gate.
 * The gate fails closed: a baseline without rows, no row in common that ran
-  on both sides, or a metric gate of the baseline that matches no metric of
-  the current run (all renamed) raises ``BaselineError``.
+  on both sides, or metric gates of the baseline none of which is in the
+  current run (all renamed) raise ``BaselineError``. A metric gate missing
+  while others remain is skipped with a warning.
 * A row that failed in the baseline and still fails is reported
   (``still_failing``), never gating: with a baseline the verdict answers
   "did it regress?" (``RunResult.verdict``).
@@ -200,7 +201,7 @@ def compare(
         raise BaselineError(
             baseline_path, f"none of the {_count(common)} in common ran in both runs (skipped on one side)"
         )
-    _check_metric_gates(before, after, ran, baseline_path)
+    unchecked = _check_metric_gates(before, after, ran, baseline_path)
     added = [after[key] for key in after if key not in before]
     removed = [before[key] for key in before if key not in after]
 
@@ -225,16 +226,17 @@ def compare(
         rates=tuple(sorted(rates, key=lambda r: not r.regressed)),
         added=tuple(row.id for row in added),
         removed=tuple(row.id for row in removed),
-        warnings=tuple(_warnings(baseline, current, [(before[key], after[key]) for key in common])),
+        warnings=(*unchecked, *_warnings(baseline, current, [(before[key], after[key]) for key in common])),
         still_failing=tuple(after[key].id for key in common if before[key].status == after[key].status == "FAIL"),
     )
 
 
 def _check_metric_gates(
     before: Mapping[RowKey, RowResult], after: Mapping[RowKey, RowResult], ran: Sequence[RowKey], baseline_path: str
-) -> None:
-    """A metric gate of the baseline that matches no metric of this run (every metric renamed or
-    removed) would silently stop gating: the comparison fails closed instead."""
+) -> list[str]:
+    """Warnings for the baseline's metric gates this run lacks (seed 03: a metric on one side only is
+    reported and skipped). When it lacks every one of them (all renamed or removed), nothing would
+    gate on metrics any more: the comparison fails closed instead."""
     gating = {
         name
         for key in ran
@@ -243,13 +245,17 @@ def _check_metric_gates(
     }
     present = {name for key in ran for name in after[key].metrics}
     lost = sorted(gating - present)
-    if lost:
-        names = ", ".join(f"'{name}'" for name in lost)
+    names = ", ".join(f"'{name}'" for name in lost)
+    if lost and not gating & present:
         raise BaselineError(
             baseline_path,
             f"metric gate {names} of the baseline matches no metric of this run (renamed or removed?): "
             "the gate cannot be checked",
         )
+    if not lost:
+        return []
+    kept = ", ".join(f"'{name}'" for name in sorted(gating & present))
+    return [f"metric gate {names} of the baseline is not in this run: not checked (still gating: {kept})"]
 
 
 # --- rows -----------------------------------------------------------------------

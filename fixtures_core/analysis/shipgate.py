@@ -7,14 +7,17 @@ Rules (seed 04, RUBRIC.md, generalised):
   metric of its row); the margin is the first arm of ``compare`` minus the
   second, in points.
 * An arm is disqualified when a ``disqualifier`` pattern or forbidden file
-  was found in any of its attempts, or the judge said so; a disqualified arm
-  never wins a sample.
+  was found in any of its attempts, or the judge said so. A disqualified arm
+  loses its case whatever its score (seed 04), and is left out of the
+  numbers: the case has no margin, and its score is not in the arm's suite
+  average.
 * A case with a ``known limit`` range is marked ``known_limit`` for the gates
   (which exclude it by saying so) and warns when its margin is outside the
   range on either side.
 * Gates see the cases that ran (SKIP and ERR cases are left out and named).
   A hard gate that is false fails the suite; a soft one warns; a gate that
-  cannot be evaluated is an error (it fails closed).
+  cannot be evaluated is an error (it fails closed). A gate that names (in a
+  string literal) a case the run did not select is n/a, with the reason.
 * In a suite with a hard gate, an arm row's own FAIL (its CEL, exit code) is
   evidence here, not the verdict: a worse arm is what a suite measures
   (``runs.ab.run_status``; without a hard gate it fails the run). ERR anywhere is ERR.
@@ -23,6 +26,7 @@ Rules (seed 04, RUBRIC.md, generalised):
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -216,7 +220,9 @@ def suite_outcome(
         _case(case, found, results, [j for j in judgments if j.case == case], pair, previous.get(case), dry_run)
         for case, found in by_case.items()
     )
-    scores = {arm: _mean([c.arms[arm].score for c in cases if arm in c.arms]) for arm in arms}
+    scores = {
+        arm: _mean([c.arms[arm].score for c in cases if arm in c.arms and not c.arms[arm].disqualified]) for arm in arms
+    }
     averages = {arm: score for arm, score in scores.items() if score is not None}
     margin = _mean([c.margin for c in cases])
     outcome = SuiteOutcome(
@@ -231,10 +237,11 @@ def suite_outcome(
         baseline=baseline_name if baseline is not None else None,
         dry_run=dry_run,
     )
+    unrun = [case for case in suite.cases if case not in by_case]
     gates = tuple(
         GateResult(g.name, g.cel, g.severity, "not_evaluated", "dry run: nothing was scored")
         if dry_run
-        else _gate(g.name, g.cel, g.severity, outcome)
+        else _unrun_gate(g.name, g.cel, g.severity, unrun) or _gate(g.name, g.cel, g.severity, outcome)
         for g in suite.gates
     )
     warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
@@ -273,8 +280,9 @@ def _case(
     if failed_judgment is not None:
         status = "ERR"
     margin = None
-    if pair is not None and pair[0] in arms and pair[1] in arms:
-        first_score, second_score = arms[pair[0]].score, arms[pair[1]].score
+    compared = [arms[name] for name in pair or () if name in arms]
+    if pair is not None and len(compared) == 2 and not any(arm.disqualified for arm in compared):
+        first_score, second_score = compared[0].score, compared[1].score
         if first_score is not None and second_score is not None:
             margin = first_score - second_score
     case = CaseOutcome(
@@ -322,7 +330,11 @@ def _arm(row: RowResult, arm: str, judgments: Sequence[Judgment], previous: Case
 
 
 def _winner(judgments: Sequence[Judgment], arms: Mapping[str, ArmOutcome]) -> str:
-    """The arm most samples were won by (a disqualified arm never wins a sample); else a tie."""
+    """The arm most samples were won by; else a tie. A disqualified arm loses the case whatever the
+    judge said: when only one arm was not disqualified, it wins."""
+    standing = [name for name, arm in arms.items() if not arm.disqualified]
+    if len(standing) == 1 and len(arms) > 1:
+        return standing[0]
     votes: Counter[str] = Counter()
     for judgment in judgments:
         if judgment.error is not None or judgment.winner is None:
@@ -428,6 +440,19 @@ def _arm_value(arm: ArmOutcome) -> dict[str, object]:
     }
     value.update({k: v for k, v in optional.items() if v is not None})
     return value
+
+
+_STRING_LITERAL = re.compile(r"""(?P<q>["'])(?P<text>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
+
+
+def _unrun_gate(name: str, cel: str, severity: GateSeverity, unrun: Sequence[str]) -> GateResult | None:
+    """A gate naming a case this run did not select (``--filter``) is n/a, never a FAIL: it would be
+    judged on a case that is not there."""
+    named = [m.group("text") for m in _STRING_LITERAL.finditer(cel) if m.group("text") in unrun]
+    if not named:
+        return None
+    cases = ", ".join(f"'{case}'" for case in dict.fromkeys(named))
+    return GateResult(name, cel, severity, "not_evaluated", f"n/a: it names {cases}, which this run did not run")
 
 
 def _gate(name: str, cel: str, severity: GateSeverity, outcome: SuiteOutcome) -> GateResult:

@@ -1,8 +1,9 @@
 """Run one logical row: k samples on the run's sample slots, under one time budget.
 
 The row's budget starts when it gets its first slot: every sample must end by
-then + ``timeout``. Samples of one row may run at once (``serial: true``
-keeps them in order, one after another). Continue after an ordinary FAIL (to
+then + ``timeout``. Samples of one row run in order, one after another (seed
+01: a command may keep state between samples); a fixture or run that opts in
+(``serial: false``, ``--parallel-samples``) lets them run at once. Continue after an ordinary FAIL (to
 expose stochastic behaviour); stop after an ERR, a cancellation, or when the
 row's time budget is gone, cancelling the row's samples in flight; when a
 cost budget is reached no new sample starts. Sample indices are stable.
@@ -233,7 +234,7 @@ class _RowRun:
         lease: Lease | str | None = first
         for index in pending:
             if lease is None:
-                if row.serial:
+                if row.samples_in_order:
                     self._wait_idle()  # the seed's order: the next sample starts after the last one ended
                 lease = pool.slots.acquire((pool.rank(row), index), self.keys, self._why_stop, self.deadline)
             if isinstance(lease, str):

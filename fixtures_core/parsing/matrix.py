@@ -47,11 +47,11 @@ def load_matrix(paths: Sequence[str]) -> Matrix:
     return Matrix(files=tuple(parse_file(p) for p in fixture_paths(paths)))
 
 
-def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = None) -> Matrix:
-    """Keep rows whose name matches ``name_glob``, and the baseline rows they compare
-    with (a comparison must never be dropped by a filter); override every row's repeat
-    (``RunOptions.check`` checks it)."""
-    wanted = {r.name for r in matrix.rows if name_glob is None or fnmatch.fnmatchcase(r.name, name_glob)}
+def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = None) -> Matrix:
+    """Keep rows whose name matches any of ``name_globs`` (all rows without one), and the
+    baseline rows they compare with (a comparison must never be dropped by a filter);
+    override every row's repeat (``RunOptions.check`` checks it)."""
+    wanted = {r.name for r in matrix.rows if not name_globs or any(fnmatch.fnmatchcase(r.name, g) for g in name_globs)}
     wanted |= _baselines_of(matrix, wanted)
     files = []
     for fixture in matrix.files:
@@ -61,8 +61,21 @@ def select(matrix: Matrix, name_glob: str | None = None, repeat: int | None = No
         files.append(replace(fixture, rows=tuple(rows)))
     selected = Matrix(files=tuple(files))
     if not selected.rows:
-        raise UsageError(f"--filter {name_glob!r} matches no row" if name_glob else "the fixtures contain no rows")
+        if name_globs:
+            raise UsageError(f"--filter {', '.join(map(repr, name_globs))} matches no row")
+        raise UsageError("the fixtures contain no rows")
     return selected
+
+
+def samples_at_once(matrix: Matrix) -> Matrix:
+    """``--parallel-samples``: the samples of every row that does not say ``serial`` may run at once
+    (a row that says ``serial: true`` keeps its order: its author knows it shares state)."""
+    return Matrix(
+        files=tuple(
+            replace(f, rows=tuple(replace(r, serial=False) if r.serial is None else r for r in f.rows))
+            for f in matrix.files
+        )
+    )
 
 
 def _baselines_of(matrix: Matrix, names: set[str]) -> set[str]:

@@ -42,7 +42,7 @@ class Inherited:
     properties: Mapping[str, PropertyValue] = field(default_factory=dict)
     suite: SuiteSpec | None = None  # the file's A/B suite keys (frontmatter only)
     redaction: Redaction = field(default_factory=Redaction)  # frontmatter only: file-wide
-    serial: bool = False
+    serial: bool | None = None  # None: not said (the row's samples run in order unless the run opts in)
     concurrency: int | None = None  # frontmatter only, like limits and budget
     limits: tuple[Limit, ...] = ()
     budget: Budget | None = None

@@ -286,6 +286,7 @@ def finish_rows(rows: Sequence[RowSpec], suite: SuiteSpec | None) -> tuple[RowSp
     """Name each arm's copy of a row ``CASE/ARM``, keep a case's arms together, read the suite columns."""
     if suite is None:
         return tuple(rows)
+    suite = replace(suite, cases=tuple(dict.fromkeys(row.name for row in rows)))
     arm_names = [arm.name for arm in suite.arms]
     if arm_names:
         _check_arm_copies(rows, arm_names)

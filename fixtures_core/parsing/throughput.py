@@ -25,7 +25,8 @@ _LIMIT_FORM = "a cap of samples in flight (2), a rate (10/minute), or {concurren
 
 
 def read_serial(value: object, where: Where, field: str = "serial") -> bool:
-    """``serial: true``: the row's samples run one after another (a table cell may say true/false/yes/no)."""
+    """``serial: false`` lets a row's samples run at once; ``true`` (the default) keeps them in order.
+    A table cell may say true/false/yes/no."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):

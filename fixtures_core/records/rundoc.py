@@ -33,6 +33,7 @@ from fixtures_core.files import write_json_atomic as write_json_atomic
 from fixtures_core.files import write_text_atomic as write_text_atomic
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.shareable import shareable_row
+from fixtures_core.records.verdict import Verdict, verdict_of
 from fixtures_core.results import RowResult, Status, Stop
 from fixtures_core.text import excerpt
 
@@ -82,16 +83,9 @@ class RunResult:
         return bool(self.options.get("dry_run")) or any(suite.dry_run for suite in self.suites)
 
     @property
-    def verdict(self) -> Status:
-        """The one verdict. ERR stays ERR. With a baseline it answers "did it regress?" (seed 03):
-        a regression or a failed hard ship gate is FAIL, a row that failed in both runs is not.
-        Otherwise it is the run's status."""
-        if self.status == "ERR":
-            return "ERR"
-        if self.comparison is not None and self.comparison.error is None:
-            gates_failed = any(suite.verdict == "FAIL" for suite in self.suites)
-            return "FAIL" if self.comparison.regressed or gates_failed else "PASS"
-        return self.status
+    def verdict(self) -> Verdict:
+        """The run's two answers (its own verdict; with a baseline, the gate's) and its exit code."""
+        return verdict_of(self)
 
 
 def utc_now() -> str:

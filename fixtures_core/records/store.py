@@ -27,10 +27,14 @@ from fixtures_core.files import slug as slug
 from fixtures_core.records.rundoc import RunResult, encode, load_run, to_document
 from fixtures_core.results import RowResult, SampleResult
 
+SHIPPED = "shipped"  # the baseline name ``bless`` and ``run --bless`` use by default
+
 
 def new_run_id() -> str:
-    """A sortable, unique run id: UTC time and a short random suffix."""
-    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    """A sortable, unique run id: UTC time to the millisecond (two runs in one second still sort in
+    the order they started) and a short random suffix."""
+    now = datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%S}.{now.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,8 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 def bless_refusal(run: RunResult) -> str | None:
     """Why a run should not become a baseline, or None."""
-    if run.verdict != "PASS":
-        return f"its verdict is {run.verdict}"
     if run.dry_run:
         return "it is a dry run (nothing was scored)"
+    if run.status != "PASS":  # the run's own verdict: with a baseline a FAIL may still exit 0
+        return f"its verdict is {run.status} ({run.verdict.why})"
     return None

@@ -16,7 +16,7 @@ from typing import Literal
 
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.results import MetricSummary, RowResult, SampleResult, Status
+from fixtures_core.results import MetricSummary, RowResult, SampleResult
 from fixtures_core.text import excerpt
 
 _EXCERPT_LINES = 4
@@ -224,12 +224,11 @@ def suite_lines(run: RunResult) -> list[str]:
     return lines
 
 
-def verdict(run: RunResult) -> tuple[str, Status]:
-    """The run's verdict as reports show it, and the status whose colour it takes: a dry run that
-    did not err is ``DRY RUN`` in the colour of SKIP, never a green PASS of what did not run."""
-    if run.dry_run and run.verdict == "PASS":
-        return "DRY RUN", "SKIP"
-    return run.verdict, run.verdict
+def answer(run: RunResult) -> str:
+    """Both answers, the exit code and why, on one line, the same in every report:
+    ``FAIL · no regression against shipped · exit 0 — 1 row failed: 'flaky'``."""
+    verdict = run.verdict
+    return f"{verdict.answer} — {verdict.why}"
 
 
 def counts(run: RunResult) -> str:
@@ -237,14 +236,6 @@ def counts(run: RunResult) -> str:
     s = run.summary
     told = f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
     return told + ("; nothing was scored" if run.dry_run else "")
-
-
-def comparison_verdict(run: RunResult) -> str | None:
-    """How the run compares with its baseline, when it was compared."""
-    comparison = run.comparison
-    if comparison is None or comparison.error is not None:
-        return None
-    return "regression against the baseline" if comparison.regressed else "no regression"
 
 
 def no_comparison_note(run: RunResult) -> str | None:

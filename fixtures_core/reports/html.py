@@ -57,7 +57,7 @@ def html(run: RunResult) -> str:
         '<p class="muted">Written by assay '
         f"{escape(str(run.environment.get('assay_version', '')))}; one file, no script, no network.</p>",
     ]
-    title = f"assay {describe.verdict(run)[0]}: {run.run_id}"
+    title = f"assay {run.verdict.shown}: {run.run_id}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -69,12 +69,13 @@ def html(run: RunResult) -> str:
 
 # --- header ---------------------------------------------------------------------
 
+_GATING = ' class="gating"'
 _SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
 
 
 def _header(run: RunResult) -> str:
     s = run.summary
-    shown, colour = describe.verdict(run)
+    verdict = run.verdict
     label = f" <span class='muted'>[{escape(run.label)}]</span>" if run.label else ""
     counts = (
         f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; "
@@ -90,8 +91,8 @@ def _header(run: RunResult) -> str:
     facts += [(f"--{k.replace('_', '-')}", _option(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
     parts = [
         f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
-        f'<p><span id="verdict" class="badge verdict {colour}">{shown}</span> {escape(counts)}'
-        f"{escape(_comparison_verdict(run))}</p>",
+        f'<p><span id="verdict" class="badge verdict {verdict.colour}">{verdict.shown}</span> {escape(counts)}</p>',
+        f'<p id="answer"{_GATING if verdict.exit_code else ""}>verdict: {escape(describe.answer(run))}</p>',
     ]
     if run.error:
         parts.append(f'<p class="gating">error: {escape(run.error)}</p>')
@@ -101,11 +102,6 @@ def _header(run: RunResult) -> str:
 
 def _option(value: object) -> str:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-
-
-def _comparison_verdict(run: RunResult) -> str:
-    compared = describe.comparison_verdict(run)
-    return f"; {compared}" if compared else ""
 
 
 # --- rows -----------------------------------------------------------------------

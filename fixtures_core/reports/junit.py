@@ -6,6 +6,16 @@ is one per arm, named ``row [arm]``): FAIL is a ``failure``, ERR an
 pass^k, pass rate, metric aggregates) are suite ``properties`` named
 ``ROW: FIGURE`` and a readable table in the suite's ``system-out``.
 
+CI systems read JUnit, not the exit code, so the file gives the same answer
+(``records.verdict``): a last testsuite, ``assay verdict``, holds the
+baseline gate (a ``failure`` when the run regressed), each ship gate (a
+hard gate that failed is a ``failure``, a soft one ``skipped`` with its
+warning) and, for a run that could not complete, its error. A FAIL row
+that takes no part in the exit code (with a baseline: it failed there too;
+an arm row of a suite with a hard gate: evidence for the gates) is
+``skipped``, its message saying so. So the file has a failure or an error
+exactly when the run exits non-zero.
+
 The file validates against both published schemas CI tools follow: the
 Apache Ant JUnit schema (strict: testcase has at most one child and no
 properties, the suite carries ``id``, ``package``, ``hostname``, a
@@ -19,9 +29,10 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from fixtures_core.analysis.finalize import Summary
 from fixtures_core.records.rundoc import FixtureResult, RunResult
-from fixtures_core.reports.describe import failure, row_reason, sample_reason
+from fixtures_core.records.verdict import Verdict
+from fixtures_core.reports.comparison import text_lines
+from fixtures_core.reports.describe import answer, failure, row_reason, sample_reason
 from fixtures_core.results import RowResult
 from fixtures_core.text import excerpt
 
@@ -35,6 +46,9 @@ def junit(run: RunResult) -> str:
     root = ET.Element("testsuites")
     for index, fixture in enumerate(run.fixtures):
         root.append(_suite(run, fixture, index))
+    gates = _verdict_suite(run, len(run.fixtures))
+    if gates is not None:
+        root.append(gates)
     _keep_to_xml(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -47,35 +61,45 @@ def case_name(row: RowResult) -> str:
 
 
 def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
-    rows = fixture.rows
-    counts = Summary.of(rows)
     package = _classname(fixture.file)
-    suite = ET.Element(
-        "testsuite",
-        {
-            "name": fixture.file,
-            "package": package,
-            "id": str(index),
-            "tests": str(counts.rows),
-            "failures": str(counts.failed),
-            "errors": str(counts.errored),
-            "skipped": str(counts.skipped),
-            "time": _seconds(sum(_row_ms(r) for r in rows)),
-            "timestamp": run.started_at.removesuffix("Z")[:19],  # Ant's pattern has no zone; assay's times are UTC
-            "hostname": "localhost",  # a public-safe report names no machine
-        },
-    )
+    verdict = run.verdict
+    cases = [_case(row, package, verdict) for row in fixture.rows]
+    suite = _testsuite(fixture.file, package, index, run, cases, sum(_row_ms(r) for r in fixture.rows))
     properties = ET.SubElement(suite, "properties")
     for name, value in _suite_properties(run, fixture):
         ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
-    for row in rows:
-        suite.append(_case(row, package))
-    ET.SubElement(suite, "system-out").text = _clean(_figures_text(rows))
+    suite.extend(cases)
+    ET.SubElement(suite, "system-out").text = _clean(_figures_text(fixture.rows))
     ET.SubElement(suite, "system-err").text = ""
     return suite
 
 
-def _case(row: RowResult, classname: str) -> ET.Element:
+def _testsuite(
+    name: str, package: str, index: int, run: RunResult, cases: Sequence[ET.Element], ms: float
+) -> ET.Element:
+    """A testsuite element whose counts are those of its testcases' outcomes."""
+
+    def count(tag: str) -> str:
+        return str(sum(1 for case in cases if case.find(tag) is not None))
+
+    return ET.Element(
+        "testsuite",
+        {
+            "name": name,
+            "package": package,
+            "id": str(index),
+            "tests": str(len(cases)),
+            "failures": count("failure"),
+            "errors": count("error"),
+            "skipped": count("skipped"),
+            "time": _seconds(ms),
+            "timestamp": run.started_at.removesuffix("Z")[:19],  # Ant's pattern has no zone; assay's times are UTC
+            "hostname": "localhost",  # a public-safe report names no machine
+        },
+    )
+
+
+def _case(row: RowResult, classname: str, verdict: Verdict) -> ET.Element:
     case = ET.Element("testcase", {"name": case_name(row), "classname": classname, "time": _seconds(_row_ms(row))})
     if row.status == "PASS":
         return case
@@ -83,14 +107,75 @@ def _case(row: RowResult, classname: str) -> ET.Element:
     if row.status == "SKIP":
         ET.SubElement(case, "skipped", {"message": reason})
         return case
+    if row.status == "FAIL" and row.id not in verdict.deciding:
+        why = _not_deciding(row, verdict)
+        ET.SubElement(case, "skipped", {"message": excerpt(_clean(f"FAIL, {why}: {reason}"), _MESSAGE_CHARS)})
+        return case
     tag = "failure" if row.status == "FAIL" else "error"
     element = ET.SubElement(case, tag, {"type": row.status, "message": reason})
     element.text = _clean(_details(row))
     return case
 
 
+def _not_deciding(row: RowResult, verdict: Verdict) -> str:
+    if verdict.regressed is not None:
+        return f"not a regression against {verdict.baseline} (it did not pass there)"
+    return "evidence for the ship gates, not the verdict"
+
+
+def _verdict_suite(run: RunResult, index: int) -> ET.Element | None:
+    """``assay verdict``: the baseline gate and the ship gates as testcases; None when there are none."""
+    verdict = run.verdict
+    classname = "assay.verdict"
+    cases = []
+    if run.error and run.status == "ERR":  # the run could not complete (an interrupt, a budget, a baseline)
+        case = ET.Element("testcase", {"name": "run", "classname": classname, "time": "0"})
+        ET.SubElement(case, "error", {"type": "ERR", "message": excerpt(_clean(run.error), _MESSAGE_CHARS)})
+        cases.append(case)
+    if verdict.regressed is not None and run.comparison is not None:
+        case = ET.Element("testcase", {"name": f"baseline {verdict.baseline}", "classname": classname, "time": "0"})
+        if verdict.regressed:
+            failure = ET.SubElement(case, "failure", {"type": "REGRESSION", "message": _clean(verdict.gate or "")})
+            failure.text = _clean("\n".join(text_lines(run.comparison)))
+        cases.append(case)
+    for suite in run.suites:
+        for gate in suite.gates:
+            case = ET.Element(
+                "testcase", {"name": f"{gate.severity} gate {gate.name}", "classname": classname, "time": "0"}
+            )
+            message = _clean(f"{gate.severity} ship gate '{gate.name}' of {suite.file}: {gate.status}: {gate.cel}")
+            if gate.status == "fail" and gate.severity == "hard":
+                ET.SubElement(case, "failure", {"type": "GATE", "message": message})
+            elif gate.status == "error":
+                ET.SubElement(case, "error", {"type": "GATE", "message": _clean(f"{message}: {gate.error}")})
+            elif gate.status == "fail" or gate.status == "not_evaluated":
+                ET.SubElement(case, "skipped", {"message": f"{message} (a warning, never the verdict)"})
+            cases.append(case)
+    if not cases:
+        return None
+    suite_element = _testsuite("assay verdict", classname, index, run, cases, 0.0)
+    properties = ET.SubElement(suite_element, "properties")
+    for name, value in _verdict_properties(run):
+        ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
+    suite_element.extend(cases)
+    ET.SubElement(suite_element, "system-out").text = _clean(f"verdict: {answer(run)}\n")
+    ET.SubElement(suite_element, "system-err").text = ""
+    return suite_element
+
+
+def _verdict_properties(run: RunResult) -> list[tuple[str, str]]:
+    """Both answers and the exit code, the same names in every testsuite."""
+    verdict = run.verdict
+    return [
+        ("assay.run_id", run.run_id),
+        ("assay.verdict", verdict.shown),
+        ("assay.baseline", verdict.gate_word),
+        ("assay.exit_code", str(verdict.exit_code)),
+    ]
+
+
 def _suite_properties(run: RunResult, fixture: FixtureResult) -> list[tuple[str, str]]:
-    found = [("assay.run_id", run.run_id), ("assay.verdict", run.verdict), ("assay.sha256", fixture.sha256)]
+    found = [*_verdict_properties(run), ("assay.sha256", fixture.sha256)]
     if run.label:
         found.append(("assay.label", run.label))
     for row in fixture.rows:

@@ -20,7 +20,8 @@ from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
 def render(run: RunResult, document: str | Path | None = None) -> str:
     """The whole report of ``run`` as Markdown; ``document`` is the run document's path, when known."""
     label = f" [{run.label}]" if run.label else ""
-    lines = [f"# assay run `{run.run_id}`{label}: **{describe.verdict(run)[0]}**", ""]
+    lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict.shown}**", ""]
+    lines += [f"Verdict: {escape(describe.answer(run))}", ""]
     lines += rows_table(run)
     metrics = metrics_table(run)
     if metrics:
@@ -92,6 +93,5 @@ def failure_section(failure: describe.Failure) -> list[str]:
 
 
 def verdict_line(run: RunResult) -> str:
-    """The run's verdict, row counts and, when compared, whether it regressed."""
-    compared = describe.comparison_verdict(run)
-    return f"**{describe.verdict(run)[0]}** {describe.counts(run)}" + (f"; {compared}" if compared else "")
+    """The run's own verdict and row counts, then both answers with the exit code."""
+    return f"**{run.verdict.shown}** {describe.counts(run)}; verdict: {escape(run.verdict.answer)}"

@@ -99,15 +99,22 @@ def gate_lines(gates: Sequence[GateResult]) -> list[str]:
     lines = []
     for gate in gates:
         line = f"  {_GATE_MARK[gate.status]:<6} {gate.severity:<4} {gate.name}"
-        if gate.status == "error" and gate.error:
+        if gate.status in ("error", "not_evaluated") and gate.error:
             line += f": {gate.error}"
         lines.append(line)
     return lines
 
 
 def problem_lines(suite: SuiteOutcome) -> list[str]:
-    """Errors of cases, then warnings."""
+    """Errors of cases, disqualified arms, then warnings."""
     lines = [f"ERR {case.name}: {case.error}" for case in suite.cases if case.status == "ERR" and case.error]
+    lines += [
+        f"DISQUALIFIED {case.name}/{arm}: loses the case; left out of margins and averages"
+        + (f" ({'; '.join(outcome.findings)})" if outcome.findings else "")
+        for case in suite.cases
+        for arm, outcome in case.arms.items()
+        if outcome.disqualified
+    ]
     lines += [f"WARNING: {warning}" for warning in suite.warnings]
     failed = [o.row for case in suite.cases if case.status != "ERR" for o in case.arms.values() if o.status == "FAIL"]
     if failed:
@@ -191,4 +198,4 @@ def suite_markdown(suite: SuiteOutcome) -> list[str]:
 
 def _gate_cell(gate: GateResult) -> str:
     text = _GATE_MARK[gate.status]
-    return escape(f"{text}: {gate.error}") if gate.error and gate.status == "error" else text
+    return escape(f"{text}: {gate.error}") if gate.error and gate.status in ("error", "not_evaluated") else text

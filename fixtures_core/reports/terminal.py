@@ -99,13 +99,11 @@ def render_failure(failure: describe.Failure, console: Console) -> None:
 
 
 def verdict_line(run: RunResult) -> Text:
-    """The last line: the run's status and counts."""
-    shown, colour = describe.verdict(run)
-    text = Text(f"\n{shown}", style=_STYLE[colour] + " bold")
+    """The last lines: the run's own verdict and counts, then both answers with the exit code and why."""
+    verdict = run.verdict
+    text = Text(f"\n{verdict.shown}", style=_STYLE[verdict.colour] + " bold")
     text.append(f"  {describe.counts(run)}")
-    compared = describe.comparison_verdict(run)
-    if compared:
-        text.append(f"; {compared}")
+    text.append(f"\nverdict: {visible(describe.answer(run))}")
     if run.error:
         text.append(f"\nerror: {visible(run.error)}", style="magenta")
     return text
@@ -119,24 +117,32 @@ def render_comparison_lines(comparison: Comparison, console: Console) -> None:
 
 
 def render_history(run_files: Sequence[Path], console: Console) -> None:
-    """Saved runs, newest first: id, label, date, verdict, rows, pass rate."""
+    """Saved runs, newest first: id, label, date, the run's own verdict, the baseline gate's answer,
+    the exit code, rows, pass rate."""
     table = Table(title="assay history", title_justify="left")
-    for name in ("run", "label", "started", "verdict", "rows", "pass rate"):
-        table.add_column(name, justify="right" if name in ("rows", "pass rate") else "left")
+    for name in ("run", "label", "started", "verdict", "baseline", "exit", "rows", "pass rate"):
+        table.add_column(name, justify="right" if name in ("exit", "rows", "pass rate") else "left")
     for path in run_files:
         if not path.exists():  # a run folder without run.json: killed, or stopped at once
-            table.add_row(path.parent.name, "", "", Text("incomplete", style="magenta"), "", "no run.json")
+            table.add_row(path.parent.name, "", "", Text("incomplete", style="magenta"), "", "", "", "no run.json")
             continue
         try:
             run = load_run(path)
         except BaselineError as exc:
-            table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", visible(str(exc.reason)))
+            reason = visible(str(exc.reason))
+            table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", "", "", reason)
             continue
         counted = run.summary.counted
         rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
-        shown, colour = describe.verdict(run)
-        verdict = Text(shown, style=_STYLE[colour])
+        verdict = run.verdict
         table.add_row(
-            visible(run.run_id), visible(run.label or ""), visible(run.started_at), verdict, str(run.summary.rows), rate
+            visible(run.run_id),
+            visible(run.label or ""),
+            visible(run.started_at),
+            Text(verdict.shown, style=_STYLE[verdict.colour]),
+            Text(verdict.gate_word, style="red" if verdict.regressed else ""),
+            str(verdict.exit_code),
+            str(run.summary.rows),
+            rate,
         )
     console.print(table)

@@ -126,6 +126,8 @@ def _finalized(
     )
     incomplete = error or len(finished) < len(matrix.rows)
     status: Status = worst(run_status(judged.specs, finished, suites), "ERR" if incomplete else "PASS")
+    if options.dry_run and status == "PASS":
+        status = "SKIP"  # nothing was scored: a dry run's document never says PASS
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
     run = _run_document(recorder, options, finished, summary, status, error, suites)
@@ -168,7 +170,7 @@ def compare_with_baseline(run: RunResult, options: RunOptions, baseline: Baselin
     A baseline that cannot be compared (no row in common ran, ...) makes the
     run ERR: the gate fails closed and never reports "no regression".
     """
-    if baseline is None or run.status == "ERR":
+    if baseline is None or baseline.ship_gates_only or run.status == "ERR":
         return run
     try:
         comparison = compare(baseline.run, run, options.tolerance, baseline.path)

@@ -42,11 +42,12 @@ class RunOptions:
 
     paths: tuple[str, ...]
     out: str = ".assay"
-    filter: str | None = None
+    filter: tuple[str, ...] = ()  # row-name globs: a row matching any of them runs (none: every row)
     repeat: int | None = None
     k: int | None = None
     group_by: tuple[str, ...] = ()
     parallel: int | None = None  # rows in flight (default: the sample slots)
+    parallel_samples: bool = False  # the samples of a row that does not say ``serial`` may run at once
     concurrency: int | None = (
         None  # samples in flight across the run (default: the files' own, else --parallel, else 4)
     )
@@ -81,8 +82,9 @@ class RunOptions:
         if unknown:
             raise UsageError(f"unknown run option(s): {', '.join(unknown)} (known: {', '.join(sorted(fields))})")
         converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-        if isinstance(converted.get("paths"), str):
-            converted["paths"] = (converted["paths"],)
+        for name in ("paths", "filter"):  # one path or glob as a plain string (run files before 0.2: filter)
+            if isinstance(converted.get(name), str):
+                converted[name] = (converted[name],)
         return cls(**converted)  # type: ignore[arg-type]
 
     def check(self) -> None:

@@ -8,24 +8,32 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
+from fixtures_core.execution.judging import suites_of
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
 from fixtures_core.execution.spending import Spending
-from fixtures_core.parsing.matrix import load_matrix, select
+from fixtures_core.parsing.matrix import load_matrix, samples_at_once, select
 from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.throughput import merge_limits
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.resume import check_fixtures, find_started, resumed_rows
 from fixtures_core.records.rundoc import RunResult, load_run
+from fixtures_core.records.store import SHIPPED
 from fixtures_core.runs.options import DEFAULT_PARALLEL, RunOptions, store_for
 from fixtures_core.spec import Limit, Matrix, Rate, RowSpec
 
 
 @dataclass(frozen=True)
 class Baseline:
-    """A saved run to compare with, and where it was found."""
+    """A saved run to compare with, and where it was found.
+
+    ship_gates_only: the blessed ``shipped`` run, found for A/B suites whose gates compare with it
+                     (``baseline_margin``, ``baseline_score``) on a run without ``--baseline``: it
+                     feeds those gates, and the run is not compared with it as a whole.
+    """
 
     path: str
     run: RunResult
+    ship_gates_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,12 @@ def plan(options: RunOptions) -> Plan:
     if errors:
         raise ValidationFailed(errors)
     selected = select(matrix, options.filter, options.repeat)
+    if options.parallel_samples:
+        selected = samples_at_once(selected)
     if baseline is not None:
         check_overlap(selected, baseline)
+    elif not options.dry_run:
+        baseline = shipped_for_gates(options, selected)
     _check_budget_metric(options, selected)
     if options.resume is None:
         return Plan(selected, baseline)
@@ -80,9 +92,13 @@ def _check_budget_metric(options: RunOptions, matrix: Matrix) -> None:
 
 def sample_slots(options: RunOptions, matrix: Matrix) -> int:
     """Samples in flight across the run: ``--concurrency``, else the smallest ``concurrency`` of the
-    fixture files, else ``--parallel`` (so ``--parallel 8`` alone still runs 8 samples at once), else 4."""
+    fixture files, else ``--parallel`` (so ``--parallel 8`` alone still runs 8 samples at once), else 4;
+    a run with A/B arms defaults to 1 (seed 04: attempts on paid agents and shared lockfiles run one at
+    a time unless the suite or the command line asks for more)."""
     declared = [row.concurrency for row in matrix.rows if row.concurrency is not None]
-    return options.concurrency or min(declared, default=0) or options.parallel or DEFAULT_PARALLEL
+    with_arms = any(row.ab is not None and row.ab.arm is not None for row in matrix.rows)
+    default = 1 if with_arms else DEFAULT_PARALLEL
+    return options.concurrency or min(declared, default=0) or options.parallel or default
 
 
 def rows_at_once(options: RunOptions, matrix: Matrix) -> int:
@@ -135,6 +151,17 @@ def check_overlap(matrix: Matrix, baseline: Baseline) -> None:
             f"no row in common with this run (baseline rows are in {', '.join(files)}; "
             f"this run's in {', '.join(mine)})",
         )
+
+
+def shipped_for_gates(options: RunOptions, matrix: Matrix) -> Baseline | None:
+    """The blessed ``shipped`` run for suites whose ship gates compare with it, when one exists
+    (a suite's "Regression vs shipped" then reads ``n/a (first run)`` only before the first bless)."""
+    if not any(suite.compares_with_shipped for suite in suites_of(matrix.rows)):
+        return None
+    path = store_for(options).baseline_file(SHIPPED)
+    if not path.is_file():
+        return None
+    return Baseline(str(path), load_run(path), ship_gates_only=True)
 
 
 def load_baseline(options: RunOptions) -> Baseline:

@@ -54,7 +54,7 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
     options = replace(
         options,
         paths=recorded.texts("paths"),
-        filter=recorded.text("filter"),
+        filter=recorded.globs("filter"),
         repeat=recorded.count("repeat"),
         k=options.k if options.k is not None else recorded.count("k"),
         group_by=options.group_by or recorded.texts("group_by"),
@@ -104,11 +104,14 @@ class _Recorded:
             raise self._wrong(name, "a list of strings", value)
         return tuple(value)
 
-    def text(self, name: str) -> str | None:
-        value = self.options.get(name)
-        if value is not None and not isinstance(value, str):
-            raise self._wrong(name, "a string", value)
-        return value
+    def globs(self, name: str) -> tuple[str, ...]:
+        """A list of strings, or one string (how run files recorded one ``--filter``)."""
+        value = self.options.get(name, [])
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self._wrong(name, "a string or a list of strings", value)
+        return tuple(value)
 
     def count(self, name: str) -> int | None:
         value = self.options.get(name)

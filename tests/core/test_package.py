@@ -144,6 +144,7 @@ PUBLIC_API = {
         "SampleResult",
         "UsageError",
         "ValidationFailed",
+        "Verdict",
         "load_matrix",
         "load_run",
         "run_row",
@@ -165,6 +166,7 @@ PUBLIC_API = {
         "fisher_exact",
         "mann_whitney_u",
     ],
+    "fixtures_core.records.verdict": ["Verdict", "verdict_of"],
     "fixtures_core.reports.comparison": [
         "ComparisonLines",
         "FigureLine",

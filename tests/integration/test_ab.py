@@ -69,7 +69,7 @@ def test_the_example_suite_gives_the_same_verdicts_on_both_engines(tmp_path: Pat
     prefect_run = run_with_prefect(options, "ab-prefect")
     local_run = run_in_process(EXAMPLE_SUITE, tmp_path / "local")
 
-    assert prefect_run.verdict == local_run.verdict == "PASS"
+    assert prefect_run.status == local_run.status == "PASS"
     assert case_view(prefect_run) == case_view(local_run)
     assert [c[2] for c in case_view(local_run)] == ["PASS", "PASS", "EXPECTED (known-limit)"]
     assert [(r.name, r.status) for r in prefect_run.rows] == [(r.name, r.status) for r in local_run.rows]

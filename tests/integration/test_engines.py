@@ -128,7 +128,7 @@ def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(tmp_pat
     options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), "filter": "ok"}  # JSON, as a deployment sends
     passing = matrix_flow(options, return_state=True)
     run = carried(passing, RunResult)
-    assert passing.is_completed() and run.verdict == "PASS" and [r.name for r in run.rows] == ["ok"]
+    assert passing.is_completed() and run.status == "PASS" and [r.name for r in run.rows] == ["ok"]
 
     failing = matrix_flow({"paths": [str(fixture)], "out": str(tmp_path / "state")}, return_state=True)
     assert failing.is_failed()

@@ -289,6 +289,21 @@ def test_a_renamed_metric_gate_fails_closed(tmp_path: Path) -> None:
         compare(baseline, current, baseline_path="shipped")
 
 
+def test_a_removed_metric_gate_is_skipped_while_another_still_gates(tmp_path: Path) -> None:
+    # seed 03: a metric on one side only is reported and skipped; fail closed only when none is shared
+    tokens = {"name": "tokens", "extract": "json.cost * 1000.0", "unit": "tokens", "direction": "lower",
+              "threshold": {"regressionPercent": 10}}  # fmt: skip
+    baseline = run_suite(tmp_path, [ALPHA, BETA], metrics=[DURATION, tokens])
+    current = run_suite(tmp_path, [("alpha", 0, 300, 0.1), BETA], metrics=[DURATION])  # tokens removed; alpha slower
+
+    comparison = compare(baseline, current, baseline_path="shipped")
+
+    assert metric(comparison, "alpha", "tokens").note == "only in baseline"
+    assert comparison.warnings[0] == "metric gate 'tokens' of the baseline is not in this run: not checked " \
+        "(still gating: 'duration')"  # fmt: skip
+    assert metric(comparison, "alpha", "duration").regressed and comparison.regressed  # the other gate still holds
+
+
 def test_a_renamed_informational_metric_is_only_listed(tmp_path: Path) -> None:
     baseline = run_suite(tmp_path, [ALPHA, BETA])
     current = run_suite(tmp_path, [ALPHA, BETA], metrics=[DURATION, {**COST, "name": "price"}])
@@ -309,8 +324,10 @@ def test_a_row_failing_in_both_runs_is_reported_and_the_verdict_is_no_regression
     assert comparison.regressed is False
     assert comparison.still_failing == (f"{current.rows[1].file}::beta",)
     assert "· still failing, as in the baseline (not a regression): beta" in text_lines(comparison)
-    assert replace(current, comparison=comparison).verdict == "PASS"  # "did it regress?": no
-    assert current.verdict == "FAIL"  # without a baseline the failing row decides
+    verdict = replace(current, comparison=comparison).verdict
+    # two answers: the run's own is FAIL; the gate's, "did it regress?", is no, and it decides the exit code
+    assert (verdict.status, verdict.regressed, verdict.exit_code) == ("FAIL", False, 0)
+    assert (current.verdict.status, current.verdict.exit_code) == ("FAIL", 1)  # without a baseline the row decides
 
 
 def test_cost_metric_that_doubles_never_gates(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ def test_scores_margins_winners_and_averages(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert suite.averages == {"variant": pytest.approx(75.0), "bare": pytest.approx(229 / 3)}
     assert suite.margin == pytest.approx(-4 / 3)  # (7 - 11 + 0) / 3
-    assert (suite.verdict, run.verdict) == ("PASS", "PASS")  # no gates: nothing to fail
+    assert (suite.verdict, run.status) == ("PASS", "PASS")  # no gates: nothing to fail
     assert suite.judge is not None and suite.judge.provenance == ("numbers",)
     row = next(r for r in run.rows if r.name == "F1/variant")
     assert row.metrics["score"].value == 95.0 and row.metrics["score"].unit == "points"
@@ -106,17 +106,17 @@ def test_a_hard_gate_fails_the_run_and_a_soft_gate_warns(tmp_path: Path) -> None
     failed = run_suite(tmp_path, cases, hard)
     warned = run_suite(tmp_path, cases, soft)
 
-    assert (only_suite(failed).verdict, failed.status, failed.verdict) == ("FAIL", "FAIL", "FAIL")
+    assert (only_suite(failed).verdict, failed.status, failed.verdict.exit_code) == ("FAIL", "FAIL", 1)
     assert only_suite(failed).hard_floor_violations == 1
     assert [g.status for g in only_suite(failed).gates] == ["fail"]
-    assert (only_suite(warned).verdict, warned.verdict) == ("PASS", "PASS")
+    assert (only_suite(warned).verdict, warned.status) == ("PASS", "PASS")
     assert only_suite(warned).warnings == ("soft gate 'margin floor' failed",)
 
 
 def test_a_gate_that_cannot_be_evaluated_is_an_error(tmp_path: Path) -> None:
     run = run_suite(tmp_path, [("F1", "95", "88", "")], gates("- {name: typo, cel: 'rows.all(r, r.marginn > 0.0)'}"))
     suite = only_suite(run)
-    assert (suite.verdict, run.verdict) == ("ERR", "ERR")
+    assert (suite.verdict, run.status, run.verdict.exit_code) == ("ERR", "ERR", 2)
     assert suite.gates[0].error == "gate 'typo' could not be evaluated: no such key: marginn"
 
 
@@ -131,7 +131,7 @@ def test_a_known_limit_row_is_excluded_and_warns_outside_its_range(tmp_path: Pat
     run = run_suite(tmp_path, [("F1", "95", "88", ""), ("F8", variant, "80", "[-3, 3]")], floor)
 
     suite = only_suite(run)
-    assert suite.verdict == "PASS" and run.verdict == "PASS"  # warnings never fail
+    assert suite.verdict == "PASS" and run.status == "PASS"  # warnings never fail
     assert suite.cases[1].verdict == (EXPECTED if warning is None else OUTSIDE_KNOWN_LIMIT)
     assert list(suite.warnings) == ([] if warning is None else [warning])
 
@@ -191,7 +191,8 @@ def test_regression_points_on_the_score_gate_against_the_blessed_run(tmp_path: P
     assert lost.comparison is not None and lost.comparison.regressed  # 95 -> 89: 6 points > 5
     score = next(m for m in lost.comparison.metrics if m.row == "F1/variant" and m.name == "score")
     assert score.note == "6 points worse, allowed 5 points"
-    assert (held.verdict, lost.verdict) == ("PASS", "FAIL")
+    assert (held.verdict.exit_code, lost.verdict.exit_code) == (0, 1)
+    assert (held.verdict.regressed, lost.verdict.regressed) == (False, True)
 
 
 def test_an_arm_rows_failure_is_evidence_and_an_error_is_an_error(tmp_path: Path) -> None:
@@ -205,7 +206,8 @@ def test_an_arm_rows_failure_is_evidence_and_an_error_is_an_error(tmp_path: Path
     run = run_in_process(tmp_path / "suite.md", tmp_path / ".assay")
 
     assert {r.name: r.status for r in run.rows} == {"F1/variant": "PASS", "F1/bare": "FAIL"}
-    assert run.verdict == "PASS"  # a worse arm is what a suite measures; the hard gate decides
+    # a worse arm is what a suite measures; the hard gate decides
+    assert (run.status, run.verdict.exit_code) == ("PASS", 0)
     assert only_suite(run).cases[0].arms["bare"].status == "FAIL"
 
 
@@ -216,7 +218,7 @@ def test_a_judge_error_makes_the_case_and_its_rows_err(tmp_path: Path) -> None:
     assert [c.status for c in suite.cases] == ["PASS", "ERR"]
     assert {r.name: r.status for r in run.rows}["F2/variant"] == "ERR"
     assert suite.cases[1].error is not None and "judge exited with code 1" in suite.cases[1].error
-    assert (suite.verdict, run.verdict) == ("ERR", "ERR")
+    assert (suite.verdict, run.status, run.verdict.exit_code) == ("ERR", "ERR", 2)
 
 
 def test_judged_repeats_average_per_sample_scores(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def settings(tmp_path: Path) -> RunSettings:
 def test_samples_of_one_row_run_at_once_on_the_pool(tmp_path: Path, settings: RunSettings) -> None:
     met = tmp_path / "met"
     met.mkdir()
-    row = row_of(tmp_path, rendezvous(met, 4))
+    row = row_of(tmp_path, rendezvous(met, 4), serial=False)  # the fixture opts in
     with Containment() as containment, sample_pool(4) as pool:
         result = run_row(row, settings, containment, pool=pool)
     assert result.status == "PASS", result
@@ -97,9 +97,13 @@ def test_without_a_pool_a_row_runs_its_samples_one_after_another(tmp_path: Path,
     assert [e[:2] for e in intervals(log)] == expected
 
 
-def test_a_serial_row_keeps_the_order_even_with_free_slots(tmp_path: Path, settings: RunSettings) -> None:
+@pytest.mark.parametrize("serial", [None, True], ids=["by-default", "serial-true"])
+def test_a_row_keeps_its_samples_in_order_even_with_free_slots(
+    tmp_path: Path, settings: RunSettings, serial: bool | None
+) -> None:
+    # seed 01: "execute samples serially within one row task", unless the fixture says serial: false
     log = tmp_path / "log"
-    row = row_of(tmp_path, logging_script(log, "x", 0.05), repeat=4, serial=True)
+    row = row_of(tmp_path, logging_script(log, "x", 0.05), repeat=4, serial=serial)
     with Containment() as containment, sample_pool(4) as pool:
         result = run_row(row, settings, containment, pool=pool)
     assert result.status == "PASS"
@@ -134,7 +138,7 @@ def test_an_err_stops_the_row_and_cancels_its_samples_in_flight(tmp_path: Path, 
         f'touch {where}/$ASSAY_SAMPLE; if [ "$ASSAY_SAMPLE" = 0 ]; then '
         f"for i in $(seq 200); do [ -e {where}/1 ] && exit 0; sleep 0.05; done; fi; sleep 60"
     )
-    row = row_of(tmp_path, script, repeat=6)
+    row = row_of(tmp_path, script, repeat=6, serial=False)
     row = replace(row, expect=Expectation(exit_code=0, cel="int(stdout) == 1"))
     with Containment() as containment, sample_pool(2) as pool:
         result = run_row(row, settings, containment, pool=pool)
@@ -149,7 +153,7 @@ def test_an_err_stops_the_row_and_cancels_its_samples_in_flight(tmp_path: Path, 
 
 
 def test_a_shared_time_budget_ends_every_sample_by_the_row_deadline(tmp_path: Path, settings: RunSettings) -> None:
-    row = row_of(tmp_path, "sleep 30", repeat=4)
+    row = row_of(tmp_path, "sleep 30", repeat=4, serial=False)
     row = replace(row, timeout_s=1.0)
     with Containment() as containment, sample_pool(2) as pool:
         result = run_row(row, settings, containment, pool=pool)

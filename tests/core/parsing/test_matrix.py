@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.errors import FixtureError, UsageError
-from fixtures_core.parsing.matrix import fixture_paths, load_matrix, select
+from fixtures_core.parsing.matrix import fixture_paths, load_matrix, samples_at_once, select
 
 TABLE = "---\nexec: echo\nrepeat: 2\n---\n| Name |\n|---|\n{rows}"
 
@@ -93,27 +93,52 @@ def test_select_without_options_keeps_everything(tmp_path: Path) -> None:
 def test_filter_glob_keeps_matching_rows_only(tmp_path: Path) -> None:
     fixture(tmp_path / "a.md", "API high", "CLI high", "API low")
     fixture(tmp_path / "b.md", "CLI low")
-    selected = select(load_matrix([str(tmp_path)]), name_glob="API *")
+    selected = select(load_matrix([str(tmp_path)]), ("API *",))
     assert [r.name for r in selected.rows] == ["API high", "API low"]
     assert [len(f.rows) for f in selected.files] == [2, 0]
 
 
+def test_filters_are_a_union_of_their_globs(tmp_path: Path) -> None:
+    # --filter 'F2*' --filter 'F5*': rows matching either, never only the last glob
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "F1 a", "F2 b", "F5 c", "F6 d"))])
+    assert [r.name for r in select(matrix, ("F2*", "F5*")).rows] == ["F2 b", "F5 c"]
+
+
+def test_filters_matching_nothing_name_every_glob(tmp_path: Path) -> None:
+    matrix = load_matrix([str(fixture(tmp_path / "a.md", "x"))])
+    with pytest.raises(UsageError, match=r"--filter 'a\*', 'b\*' matches no row"):
+        select(matrix, ("a*", "b*"))
+
+
+def test_parallel_samples_opts_in_only_the_rows_that_do_not_say_serial(tmp_path: Path) -> None:
+    path = tmp_path / "a.md"
+    path.write_text(
+        "| Name | Command | Serial |\n|---|---|---|\n| unsaid | `true` | |\n| said | `true` | true |\n"
+        "| opted | `true` | false |\n",
+        encoding="utf-8",
+    )
+    matrix = load_matrix([str(path)])
+    assert [r.serial for r in matrix.rows] == [None, True, False]
+    assert [r.samples_in_order for r in matrix.rows] == [True, True, False]  # seed 01: in order by default
+    assert [r.samples_in_order for r in samples_at_once(matrix).rows] == [False, True, False]
+
+
 def test_filter_glob_is_case_sensitive(tmp_path: Path) -> None:
     matrix = load_matrix([str(fixture(tmp_path / "a.md", "API high", "api high"))])
-    assert [r.name for r in select(matrix, name_glob="api*").rows] == ["api high"]
+    assert [r.name for r in select(matrix, ("api*",)).rows] == ["api high"]
 
 
 def test_repeat_override_applies_to_every_selected_row(tmp_path: Path) -> None:
     matrix = load_matrix([str(fixture(tmp_path / "a.md", "x", "y"))])
     assert [r.repeat for r in matrix.rows] == [2, 2]
     assert [r.repeat for r in select(matrix, repeat=7).rows] == [7, 7]
-    assert [(r.name, r.repeat) for r in select(matrix, name_glob="y", repeat=1).rows] == [("y", 1)]
+    assert [(r.name, r.repeat) for r in select(matrix, ("y",), repeat=1).rows] == [("y", 1)]
 
 
 def test_filter_matching_nothing_is_a_usage_error(tmp_path: Path) -> None:
     matrix = load_matrix([str(fixture(tmp_path / "a.md", "x"))])
     with pytest.raises(UsageError, match=r"--filter 'nothing\*' matches no row"):
-        select(matrix, name_glob="nothing*")
+        select(matrix, ("nothing*",))
 
 
 def test_fixtures_without_rows_are_a_usage_error(tmp_path: Path) -> None:

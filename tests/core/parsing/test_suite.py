@@ -122,7 +122,7 @@ def test_known_limit_column_holds_a_margin_range(tmp_path: Path) -> None:
 
 
 def test_a_filter_keeps_every_arm_of_a_selected_case(tmp_path: Path) -> None:
-    selected = select(matrix(tmp_path, SUITE), "F8/bare")
+    selected = select(matrix(tmp_path, SUITE), ("F8/bare",))
     assert [r.name for r in selected.rows] == ["F8/variant", "F8/bare"]
 
 

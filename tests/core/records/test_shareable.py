@@ -6,6 +6,7 @@ Samples come from real subprocesses (``run_row``), so the output is what a comma
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 
@@ -14,8 +15,10 @@ import pytest
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.records.shareable import EXCERPT_CHARS, shareable_row, shareable_sample
+from fixtures_core.records.store import Store
 from fixtures_core.results import Check, RowResult, SampleResult, Status
 from fixtures_core.spec import Expectation, RowSpec
+from tests.core.conftest import ExampleRun
 
 # 600 "o" on stdout and 40 "e" on stderr; exits 0 the first time (no marker file yet), 1 after.
 PRINTS = (
@@ -82,3 +85,16 @@ def test_shareable_row_reduces_every_sample_and_keeps_the_rest(ran: RowResult) -
     assert row.samples == tuple(shareable_sample(s) for s in ran.samples)
     assert replace(row, samples=ran.samples) == ran
     assert [(len(s.stdout), s.excerpted) for s in row.samples] == [(0, True), (EXCERPT_CHARS, True)]
+
+
+def test_run_json_keeps_no_verify_output_of_a_passing_attempt(example_run: ExampleRun) -> None:
+    # The example suite's verification commands print (unittest's report on stderr, the CLI's greeting):
+    # in run.json a passing sample keeps none of it; each attempt's verify.json holds it whole.
+    document = json.loads((Store(example_run.state).run_file(example_run.run.run_id)).read_text())
+    samples = [s for f in document["fixtures"] for row in f["rows"] for s in row["samples"]]
+    verified = [s for s in samples if s.get("attempt", {}).get("verify")]
+    assert verified and all(s["status"] == "PASS" for s in verified)
+    assert all(v.get("output", "") == "" for s in verified for v in s["attempt"]["verify"])
+    evidence = example_run.state / "runs" / example_run.run.run_id / verified[0]["attempt"]["evidence"]
+    kept = json.loads((evidence / "verify.json").read_text())
+    assert any(v["output"] for v in kept), "the evidence keeps what the commands printed"

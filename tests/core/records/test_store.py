@@ -105,7 +105,7 @@ def test_bless_refuses_a_failed_run_unless_forced(tmp_path: Path) -> None:
     failed = replace(run, run_id="failed-run", status="FAIL")
     store.write_run(failed)
 
-    with pytest.raises(UsageError, match=r"not blessing run failed-run: its verdict is FAIL \(--force blesses it"):
+    with pytest.raises(UsageError, match=r"not blessing run failed-run: its verdict is FAIL \(.*\) \(--force blesses"):
         store.bless("failed-run", "shipped")
     assert not store.baseline_file("shipped").exists()
 
@@ -116,5 +116,7 @@ def test_bless_refuses_a_failed_run_unless_forced(tmp_path: Path) -> None:
 
 def test_a_dry_run_is_never_a_baseline_by_accident(tmp_path: Path) -> None:
     run = run_in_process(EXAMPLE_SUITE, tmp_path, dry_run=True)
-    assert run.verdict == "PASS" and to_document(run)["options"]["dry_run"] is True
+    # nothing was scored: the document says SKIP, the reports DRY RUN, and it exits 0
+    assert (run.status, run.verdict.shown, run.verdict.exit_code) == ("SKIP", "DRY RUN", 0)
+    assert to_document(run)["status"] == "SKIP" and to_document(run)["options"]["dry_run"] is True
     assert bless_refusal(run) == "it is a dry run (nothing was scored)"

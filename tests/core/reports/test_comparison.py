@@ -154,9 +154,11 @@ def test_html_header_words_the_verdict_as_the_other_reports(matrix_run: RunResul
     same = replace(matrix_run, comparison=compare(matrix_run, matrix_run, 0.0, "shipped"))
     page = html(same)
 
-    assert "; no regression</p>" in page
-    assert "; no regression" in terminal.verdict_line(same).plain
-    assert markdown.verdict_line(same).endswith("; no regression")
+    answer = "FAIL · no regression against shipped · exit 0"  # the run's own verdict, the gate's, the exit code
+    assert same.verdict.answer == answer
+    assert f'<p id="answer">verdict: {answer} — ' in page
+    assert f"\nverdict: {answer} — " in terminal.verdict_line(same).plain
+    assert markdown.verdict_line(same).endswith(f"; verdict: {answer}")
 
 
 def test_a_failed_comparison_says_why_and_gives_no_verdict(matrix_run: RunResult) -> None:

@@ -113,7 +113,8 @@ def test_failures_of_a_real_run_are_its_fail_and_err_rows_in_order(mixed_run: Ru
 
 def test_verdict_and_counts_of_a_real_run(mixed_run: RunResult) -> None:
     # small, small b PASS; big FAIL; broken ERR (one sample, it stopped the row); later SKIP: 3+3+3+1 samples
-    assert describe.verdict(mixed_run) == ("ERR", "ERR")
+    assert (mixed_run.verdict.shown, mixed_run.verdict.colour, mixed_run.verdict.exit_code) == ("ERR", "ERR", 2)
+    assert describe.answer(mixed_run) == "ERR · exit 2 — 1 row errored: 'broken'; 1 row failed: 'big'"
     assert describe.counts(mixed_run) == "2 passed, 1 failed, 1 errored, 1 skipped; 10 samples"
 
 
@@ -122,7 +123,8 @@ def test_verdict_and_counts_of_a_real_run(mixed_run: RunResult) -> None:
     [
         ("PASS", False, ("PASS", "PASS")),
         ("FAIL", False, ("FAIL", "FAIL")),
-        ("PASS", True, ("DRY RUN", "SKIP")),  # never a green PASS of what did not run
+        ("SKIP", True, ("DRY RUN", "SKIP")),  # never a green PASS of what did not run
+        ("PASS", True, ("DRY RUN", "SKIP")),  # (a dry run written before its document said SKIP)
         ("ERR", True, ("ERR", "ERR")),
     ],
 )
@@ -130,5 +132,5 @@ def test_verdict_of_a_dry_run_is_never_pass(
     mixed_run: RunResult, status: Status, dry_run: bool, shown: tuple[str, Status]
 ) -> None:
     run = replace(mixed_run, status=status, options={**mixed_run.options, "dry_run": dry_run})
-    assert describe.verdict(run) == shown
+    assert (run.verdict.shown, run.verdict.colour) == shown
     assert describe.counts(run).endswith("; nothing was scored") is dry_run

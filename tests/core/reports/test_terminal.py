@@ -76,7 +76,10 @@ def test_render_shows_failures_suite_line_and_verdict_last(mixed_run: RunResult)
     assert lines[broken + 2 : broken + 5] == ["  CEL: json.size > 0", "  failing samples: 0", "  stdout of sample 0:"]
     assert any(line.startswith("FAIL big  (") for line in lines)
     assert "suite: pass@k and pass^k row 'broken' withholds its estimate: sample 0 errored" in lines
-    assert [line for line in lines if line][-1] == "ERR  2 passed, 1 failed, 1 errored, 1 skipped; 10 samples"
+    assert [line for line in lines if line][-2:] == [
+        "ERR  2 passed, 1 failed, 1 errored, 1 skipped; 10 samples",
+        "verdict: ERR · exit 2 — 1 row errored: 'broken'; 1 row failed: 'big'",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -112,7 +115,8 @@ def test_history_shows_each_saved_run_with_its_verdict_and_pass_rate(tmp_path: P
     assert isinstance(out, io.StringIO)
     rows = cells_by_row(out.getvalue())
     # 2 passed of 4 counted rows (the SKIP row is not counted): 50%
-    assert rows[mixed_run.run_id] == ["", mixed_run.started_at, "ERR", "5", "50%"]
+    # the run's own verdict, the baseline gate's answer ("-": not compared), the exit code
+    assert rows[mixed_run.run_id] == ["", mixed_run.started_at, "ERR", "-", "2", "5", "50%"]
     assert rows["20990101T000000Z-labelled"][:1] == ["nightly"]
 
 

@@ -14,7 +14,7 @@ def test_skipped_rows_never_become_the_runs_status(tmp_path: Path) -> None:
     run = run_in_process(fixture, tmp_path / "state")
 
     assert [r.status for r in run.rows] == ["SKIP", "PASS"]
-    assert (run.status, run.verdict) == ("PASS", "PASS")
+    assert (run.status, run.verdict.exit_code) == ("PASS", 0)
 
 
 def test_a_suite_whose_rows_are_all_skipped_passes(tmp_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_a_suite_whose_rows_are_all_skipped_passes(tmp_path: Path) -> None:
     run = run_in_process(fixture, tmp_path / "state")
 
     assert [r.status for r in run.rows] == ["SKIP", "SKIP"]
-    assert run.suites[0].cases[0].verdict == "SKIP" and run.verdict == "PASS"
+    assert run.suites[0].cases[0].verdict == "SKIP" and run.status == "PASS"
 
 
 def _arm_suite(tmp_path: Path, gates: str) -> Path:
@@ -44,7 +44,8 @@ def test_without_a_hard_gate_a_failing_arm_fails_the_run(tmp_path: Path) -> None
     run = run_in_process(_arm_suite(tmp_path, ""), tmp_path / "state")
 
     assert {r.name: r.status for r in run.rows} == {"one/variant": "PASS", "one/bare": "FAIL"}
-    assert run.verdict == "FAIL"  # nothing else decides: a failing row is never green by default
+    # nothing else decides: a failing row is never green by default
+    assert (run.status, run.verdict.exit_code) == ("FAIL", 1)
 
 
 def test_with_a_hard_gate_the_gate_decides_over_a_failing_arm(tmp_path: Path) -> None:
@@ -54,4 +55,4 @@ def test_with_a_hard_gate_the_gate_decides_over_a_failing_arm(tmp_path: Path) ->
     run = run_in_process(_arm_suite(tmp_path, gates), tmp_path / "state")
 
     assert {r.name: r.status for r in run.rows} == {"one/variant": "PASS", "one/bare": "FAIL"}
-    assert run.verdict == "PASS"  # the bare arm doing worse is what the suite measures
+    assert (run.status, run.verdict.exit_code) == ("PASS", 0)  # the bare arm doing worse is what the suite measures

@@ -30,7 +30,8 @@ def edited_run_file(example_run: ExampleRun, folder: Path, **options: object) ->
     [
         ("paths", "examples/ab/suite.md", "a list of strings"),
         ("paths", ["examples/ab/suite.md", 3], "a list of strings"),
-        ("filter", ["arm*"], "a string"),
+        ("filter", 3, "a string or a list of strings"),
+        ("filter", ["arm*", 3], "a string or a list of strings"),
         ("repeat", "3", "a whole number >= 1"),
         ("repeat", True, "a whole number >= 1"),
         ("repeat", 0, "a whole number >= 1"),

@@ -1,0 +1,177 @@
+"""A run's answer: two verdicts, never mixed, and the one exit code they give.
+
+* The run's own verdict (``RunResult.status``): PASS, FAIL or ERR from its
+  rows and its A/B suites' hard ship gates; SKIP for a dry run that did not
+  err (nothing was scored, shown as ``DRY RUN``).
+* With a baseline, the gate's answer (``Comparison.regressed``): did this run
+  regress against the saved run? A row that failed in both runs is not a
+  regression (seed 03).
+
+The exit code: 2 for ERR; with a baseline, 1 when the run regressed or a hard
+ship gate failed (a failed ship gate blocks a release whatever the baseline
+says), else 0; without one, 1 for FAIL, else 0. Every report (terminal,
+``show``, ``history``, HTML, summary, JUnit, Prefect) shows these same values
+through ``Verdict``; none derives them on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fixtures_core.parsing.suite import ARM_PROPERTY
+from fixtures_core.results import RowResult, Status
+
+if TYPE_CHECKING:  # rundoc builds a Verdict for ``RunResult.verdict``
+    from fixtures_core.records.rundoc import RunResult
+
+__all__ = ["Verdict", "verdict_of"]
+
+DRY_RUN = "DRY RUN"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A run's two answers and its exit code.
+
+    status:       the run's own verdict (SKIP: a dry run that did not err).
+    dry_run:      nothing in the run was scored.
+    baseline:     the saved run the gate compared with; None when there was no comparison.
+    regressed:    the gate's answer: True regressed, False no regression, None not compared.
+    failed_gates: hard ship gates that failed, as ``'name' (suite file)``.
+    exit_code:    what the command exits with (module docstring).
+    reasons:      why the run is not a plain PASS, one short phrase each (errors first).
+    deciding:     ids of the FAIL rows that take part in the exit code: with a baseline, those that
+                  passed there (a pass -> fail always gates); without one, every FAIL row except an
+                  arm row of a suite with a hard gate (its FAIL is evidence for the gates).
+    """
+
+    status: Status
+    dry_run: bool
+    baseline: str | None
+    regressed: bool | None
+    failed_gates: tuple[str, ...]
+    exit_code: int
+    reasons: tuple[str, ...]
+    deciding: frozenset[str] = frozenset()
+
+    @property
+    def shown(self) -> str:
+        """The run's own verdict as people read it: ``DRY RUN`` for a dry run, never a green PASS."""
+        return DRY_RUN if self.dry_run and self.status in ("PASS", "SKIP") else self.status
+
+    @property
+    def colour(self) -> Status:
+        """The status whose colour ``shown`` takes."""
+        return "SKIP" if self.shown == DRY_RUN else self.status
+
+    @property
+    def gate(self) -> str | None:
+        """The gate's answer in words (``no regression against shipped.json``); None without one."""
+        if self.regressed is None:
+            return None
+        return f"{'regression' if self.regressed else 'no regression'} against {self.baseline}"
+
+    @property
+    def gate_word(self) -> str:
+        """The gate's answer as one word for tables: ``regressed``, ``no regression`` or ``-``."""
+        return "-" if self.regressed is None else "regressed" if self.regressed else "no regression"
+
+    @property
+    def answer(self) -> str:
+        """Both answers and the exit code on one line: ``FAIL · no regression against shipped · exit 0``."""
+        return " · ".join([self.shown, *([self.gate] if self.gate else []), f"exit {self.exit_code}"])
+
+    @property
+    def why(self) -> str:
+        """One sentence: what made the run's answer, or that everything passed."""
+        if self.reasons:
+            return "; ".join(self.reasons)
+        if self.dry_run and self.status != "ERR":
+            return "dry run: nothing was scored, the wiring held"
+        return "every row passed" + (f" and no regression against {self.baseline}" if self.regressed is False else "")
+
+
+def verdict_of(run: RunResult) -> Verdict:
+    """The answer of ``run`` (see the module docstring)."""
+    status = run.status
+    compared = run.comparison if run.comparison is not None and run.comparison.error is None else None
+    regressed = compared.regressed if compared is not None and status != "ERR" else None
+    failed_gates = tuple(
+        f"'{gate.name}' ({suite.file})"
+        for suite in run.suites
+        for gate in suite.gates
+        if gate.severity == "hard" and gate.status == "fail"
+    )
+    if status == "ERR":
+        code = 2
+    elif regressed is not None:
+        code = 1 if regressed or failed_gates else 0
+    else:
+        code = 1 if status == "FAIL" else 0
+    own = _own_failures(run)
+    deciding = own
+    if regressed is not None and compared is not None:
+        broken = {(change.file, change.row) for change in compared.changes if change.gating}
+        deciding = [row for row in own if (row.file, row.name) in broken]
+    return Verdict(
+        status=status,
+        dry_run=run.dry_run,
+        baseline=_baseline_name(run) if regressed is not None else None,
+        regressed=regressed,
+        failed_gates=failed_gates,
+        exit_code=code,
+        reasons=_reasons(run, own, failed_gates, regressed),
+        deciding=frozenset(row.id for row in deciding),
+    )
+
+
+def _own_failures(run: RunResult) -> list[RowResult]:
+    """The FAIL rows behind the run's own verdict: all but the arm rows of a suite with a hard gate
+    (``runs.ab.run_status``: a worse arm is what such a suite measures)."""
+    hard = {suite.file for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)}
+    return [
+        row
+        for row in run.rows
+        if row.status == "FAIL" and not (row.file in hard and row.properties.get(ARM_PROPERTY) is not None)
+    ]
+
+
+def _baseline_name(run: RunResult) -> str | None:
+    """The baseline as the user named it (``shipped``), else where it was read from."""
+    named = run.options.get("baseline")
+    if isinstance(named, str):
+        return named
+    return run.comparison.baseline if run.comparison is not None else None
+
+
+def _reasons(
+    run: RunResult, failed: Sequence[RowResult], failed_gates: Sequence[str], regressed: bool | None
+) -> tuple[str, ...]:
+    found = []
+    if run.error:
+        found.append(f"error: {run.error}")
+    found += _row_phrase("errored", [row for row in run.rows if row.status == "ERR"])
+    found += [
+        f"ship gate '{gate.name}' ({suite.file}) could not be evaluated"
+        for suite in run.suites
+        for gate in suite.gates
+        if gate.status == "error"
+    ]
+    found += _row_phrase("failed", failed)
+    if failed_gates:
+        noun = "hard ship gate" if len(failed_gates) == 1 else "hard ship gates"
+        found.append(f"{noun} {', '.join(failed_gates)} failed")
+    if regressed:
+        found.append(f"regression against {_baseline_name(run)}")
+    elif regressed is False and failed:
+        found.append(f"no row that passed in {_baseline_name(run)} fails now")
+    return tuple(found)
+
+
+def _row_phrase(what: str, rows: Sequence[RowResult]) -> list[str]:
+    if not rows:
+        return []
+    shown = ", ".join(f"'{row.name}'" for row in rows[:5]) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+    return [f"{len(rows)} row{'' if len(rows) == 1 else 's'} {what}: {shown}"]
