@@ -39,7 +39,7 @@ GOAL = 1.3
 def matrix(folder: Path, command: str, serial: bool = False) -> Path:
     """4 rows x 16 samples of ``command``."""
     body = "\n".join(f"| row {i} | {command} |" for i in range(ROWS))
-    front = f"---\nrepeat: {REPEAT}\n{'serial: true' if serial else ''}\n---\n\n"
+    front = f"---\nrepeat: {REPEAT}\nserial: {'true' if serial else 'false'}\n---\n\n"  # false: samples at once
     path = folder / f"{command.split()[0]}{'-serial' if serial else ''}.md"
     path.write_text(f"{front}| Name | Command |\n|------|---------|\n{body}\n", encoding="utf-8")
     return path

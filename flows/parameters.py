@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from fixtures_core.errors import AssayError
 from fixtures_core.runs.options import RunOptions
@@ -71,6 +71,12 @@ class MatrixParameters(BaseModel):
         0.0, ge=0, le=1, description="Allowed drop of suite rates, 0 to 1; a row going pass -> fail always gates."
     )
     tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run.")
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _one_glob(cls, value: object) -> object:
+        """One glob as a plain string, as deployments written before ``filter`` was a list give it."""
+        return [value] if isinstance(value, str) else value
 
     @classmethod
     def parse(cls, value: MatrixParameters | Mapping[str, Any]) -> MatrixParameters:

@@ -26,9 +26,7 @@ def shareable_sample(sample: SampleResult) -> SampleResult:
         return sample
     if attempt is not None and verify_cut:
         attempt = replace(attempt, verify=tuple(replace(v, output=v.output[:limit]) for v in attempt.verify))
-    return replace(
-        sample, stdout=sample.stdout[:limit], stderr=sample.stderr[:limit], attempt=attempt, excerpted=True
-    )
+    return replace(sample, stdout=sample.stdout[:limit], stderr=sample.stderr[:limit], attempt=attempt, excerpted=True)
 
 
 def shareable_row(row: RowResult) -> RowResult:

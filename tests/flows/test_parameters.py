@@ -25,6 +25,13 @@ def test_json_parameters_become_prefect_engine_options() -> None:
     assert MatrixParameters.from_options(options, ("t",)).tags == ["t"]
 
 
+@pytest.mark.parametrize("given", [["F2*", "F5*"], "F2*"], ids=["globs", "one-glob-as-text"])
+def test_filter_takes_several_globs_or_one_as_text(given: object) -> None:
+    options = MatrixParameters.parse({"paths": ["a.md"], "filter": given, "parallel_samples": True}).to_options()
+    assert options.filter == (tuple(given) if isinstance(given, list) else (given,))
+    assert options.parallel_samples is True
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [

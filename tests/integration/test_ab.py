@@ -303,7 +303,8 @@ def test_dry_run_runs_setup_and_verify_and_never_the_arms(tmp_path: Path) -> Non
     assert project.count("arm") == 0
     assert project.count("setup") == 6 and project.count("verify") == 6
     assert "SHIP-GATE VERDICT: DRY RUN\n" in stdout
-    assert stdout.splitlines()[-1].startswith("DRY RUN  0 passed, 0 failed, 0 errored, 6 skipped;")
+    assert stdout.splitlines()[-2].startswith("DRY RUN  0 passed, 0 failed, 0 errored, 6 skipped;")
+    assert stdout.splitlines()[-1] == "verdict: DRY RUN · exit 0 — dry run: nothing was scored, the wiring held"
     arms = [(row["status"], row.get("error")) for f in project.latest()["fixtures"] for row in f["rows"]]
     assert arms == [("SKIP", "dry run")] * 6
     assert not list((tmp_path / ".assay" / "runs").glob("*/judge")), "the judge never ran"
@@ -323,7 +324,8 @@ def test_run_bless_blesses_only_a_pass_and_bless_refuses_a_fail_unless_forced(tm
     assert json.loads(shipped.read_text())["run_id"] == passing_id
 
     code, _, stderr = project.assay("bless", "latest")
-    assert code == 2 and "its verdict is FAIL (--force blesses it anyway)" in stderr
+    assert code == 2 and "its verdict is FAIL (hard ship gate 'variant wins by 5 or more' (suite.md) failed)" in stderr
+    assert stderr.rstrip().endswith("(--force blesses it anyway)")
     assert project.assay("bless", "latest", "--force")[0] == 0
     assert json.loads(shipped.read_text())["run_id"] != passing_id
 

@@ -46,8 +46,11 @@ def test_a_dry_run_of_a_matrix_runs_nothing_and_never_says_pass(tmp_path: Path) 
 
     assert done.returncode == 0, done.stdout + done.stderr  # a dry run that did not err exits 0
     assert not marker.exists()
-    verdict = done.stdout.splitlines()[-1]
-    assert verdict == "DRY RUN  0 passed, 0 failed, 0 errored, 1 skipped; 3 samples; nothing was scored"
+    verdict = done.stdout.splitlines()[-2:]
+    assert verdict == [
+        "DRY RUN  0 passed, 0 failed, 0 errored, 1 skipped; 3 samples; nothing was scored",
+        "verdict: DRY RUN · exit 0 — dry run: nothing was scored, the wiring held",
+    ]
     assert summary.read_text().startswith("# assay run `") and ": **DRY RUN**\n" in summary.read_text()
     (row,) = json.loads((tmp_path / "latest.json").read_text())["fixtures"][0]["rows"]
     assert (row["status"], row["error"], "stochastic" in row) == ("SKIP", "dry run", False)

@@ -142,7 +142,10 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
     state = seen.flow_run.state
     assert state is not None and state.name == "Failed", state
     run_id = seen.flow_run.name.removesuffix(" pg")
-    assert state.message == f"assay verdict FAIL (run {run_id}): failing rows 'CLI high', 'API low', 'API flaky'"
+    assert (
+        state.message
+        == f"assay verdict FAIL · exit 1 (run {run_id}): 3 rows failed: 'CLI high', 'API low', 'API flaky'"
+    )
     assert set(seen.flow_run.tags) >= {"assay", "nightly", "pg", "examples/matrix.md"}
     assert seen.state("API high")[0] == "Completed" and seen.state("CLI high")[0] == "Failed"
     assert seen.state("API low #0")[0] == "Failed" and seen.state("API flaky #0")[0] == "Completed"

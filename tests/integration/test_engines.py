@@ -132,7 +132,10 @@ def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(tmp_pat
 
     failing = matrix_flow({"paths": [str(fixture)], "out": str(tmp_path / "state")}, return_state=True)
     assert failing.is_failed()
-    assert failing.message == f"assay verdict FAIL (run {carried(failing, RunResult).run_id}): failing rows 'bad'"
+    assert (
+        failing.message
+        == f"assay verdict FAIL · exit 1 (run {carried(failing, RunResult).run_id}): 1 row failed: 'bad'"
+    )
     assert load_run(tmp_path / "state" / "latest.json").status == "FAIL", "the document is written before failing"
 
 

@@ -107,7 +107,7 @@ def test_readme_command_on_a_fresh_busy_machine_starts_and_reuses_a_local_server
             local = server.find(home.resolve())
 
             assert runs[0].returncode == 1, out + err
-            assert "CLI high" in out and out.rstrip().splitlines()[-2].startswith("FAIL")
+            assert "CLI high" in out and out.rstrip().splitlines()[-3].startswith("FAIL")
             assert local is not None and local.port != taken.server_address[1]
             assert err.startswith(f"assay: starting a local Prefect server on 127.0.0.1:{local.port} (home {home})")
             assert "Traceback" not in err and "error" not in err

@@ -82,7 +82,7 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     assert set(seen.flow_run.tags) == {"assay", "nightly eu", "team-a", "examples/matrix.md"}
     assert seen.flow_run.state is not None and seen.flow_run.state.is_failed()
     assert seen.flow_run.state.message == (
-        f"assay verdict FAIL (run {run_id}): failing rows 'CLI high', 'API low', 'API flaky'"
+        f"assay verdict FAIL · exit 1 (run {run_id}): 3 rows failed: 'CLI high', 'API low', 'API flaky'"
     )
 
     # Rows: PASS Completed; every FAIL row Failed with its reason (the metric regression is
@@ -110,7 +110,7 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
         assert f"row '{row}' (examples/matrix.md:" in logs
     assert "sample 3 of 'API flaky' FAIL: CEL assertion false" in logs
     document = (tmp_path / "state" / "runs" / run_id / "run.json").resolve()
-    assert f"assay verdict FAIL (run {run_id}): failing rows" in logs and f"run document {document}" in logs
+    assert f"assay verdict FAIL · exit 1 (run {run_id}): 3 rows failed" in logs and f"run document {document}" in logs
 
     # Artifacts keyed by the suite (the label): the report with reasons, rows and metrics tables.
     assert set(seen.artifacts) == {"assay-report-nightly-eu", "assay-rows-nightly-eu", "assay-metrics-nightly-eu"}
@@ -139,7 +139,9 @@ def test_errors_and_budgets_are_failed_and_timed_out(tmp_path: Path, client: Syn
 
     assert seen.flow_run.state is not None and seen.flow_run.state.is_failed()
     message = seen.flow_run.state.message or ""
-    assert message.startswith("assay verdict ERR") and message.endswith("errored rows 'missing-key', 'slow'")
+    assert message.startswith("assay verdict ERR · exit 2") and message.endswith(
+        "2 rows errored: 'missing-key', 'slow'"
+    )
     assert seen.state("fine") == ("Completed", "PASS: 2/2 samples passed")
     assert seen.state("missing-key") == ("Failed", "ERR: 0/1 samples passed; sample 0: no such key: zz")
     assert seen.state("missing-key #0")[0] == "Failed" and "no such key: zz" in seen.state("missing-key #0")[1]

@@ -37,7 +37,8 @@ def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> Non
     run_cli(["bless", "latest", "--force", "--out", str(tmp_path / "state")], tmp_path)  # a FAIL run: forced
     page = tmp_path / "report.html"
     done = local([str(MATRIX), "--baseline", "shipped", "--group-by", "selector", "--html", str(page)], tmp_path)
-    # With a baseline the verdict answers "did it regress?": the same rows fail as in the blessed run, so no.
+    # Two answers: the run's own verdict is FAIL; the gate's, "did it regress?", is no (the same rows fail
+    # as in the blessed run), and it decides the exit code.
     assert done.returncode == 0, done.stderr
 
     screenshot = tmp_path / "report.png"
@@ -47,6 +48,7 @@ def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> Non
             page.as_uri(),
             {
                 "verdict": "document.getElementById('verdict').textContent",
+                "answer": "document.getElementById('answer').textContent",
                 "rows": count("tr.row"),
                 "row_names": "[...document.querySelectorAll('tr.row')].map(r => r.dataset.row)",
                 "plots": count("svg.plot"),
@@ -68,7 +70,8 @@ def test_example_matrix_html_renders_in_headless_chromium(tmp_path: Path) -> Non
     assert loaded.errors == [], loaded.errors
     assert loaded.requests == [page.as_uri()], "the page must load nothing but itself"
     values = loaded.values
-    assert values["verdict"] == "PASS"
+    assert values["verdict"] == "FAIL"
+    assert values["answer"].startswith("verdict: FAIL · no regression against shipped · exit 0 — 3 rows failed: ")
     assert values["row_names"] == ["API high", "CLI high", "API low", "API flaky"]
     assert (values["plots"], values["samples"], values["aggregates"]) == (3, 60, 12)  # 3 metrics, 4 rows x 5
     assert all(height > 100 for height in values["plot_heights"])  # drawn, not collapsed

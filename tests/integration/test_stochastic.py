@@ -216,4 +216,7 @@ def test_repeat_one_without_flags_keeps_the_verdict(tmp_path: Path) -> None:
     assert "k" not in document["summary"]["stochastic"]  # no --k: each row's own n
     assert "groups" not in document["summary"]["stochastic"]
     assert "flaky" not in done.stdout
-    assert done.stdout.strip().splitlines()[-1] == "FAIL  1 passed, 1 failed, 0 errored, 0 skipped; 2 samples"
+    assert done.stdout.strip().splitlines()[-2:] == [
+        "FAIL  1 passed, 1 failed, 0 errored, 0 skipped; 2 samples",
+        "verdict: FAIL · exit 1 — 1 row failed: 'bad'",
+    ]

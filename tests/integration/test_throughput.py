@@ -154,7 +154,7 @@ def test_a_killed_run_resumes_without_running_finished_samples_again(tmp_path: P
     )
     fixture = tmp_path / "resume.md"
     fixture.write_text(
-        "---\nrepeat: 6\nconcurrency: 2\n---\n\n"
+        "---\nrepeat: 6\nconcurrency: 2\nserial: false\n---\n\n"  # samples at once: 4 and 5 in flight together
         f"| Name | Command |\n|---|---|\n| slow | bash -c {shlex.quote(body)} |\n| other | echo other |\n"
     )
     state = tmp_path / "state"
@@ -238,7 +238,7 @@ def test_samples_run_on_a_dask_local_cluster_and_a_stopped_row_kills_them_there(
     parent = "tr '\\0' ' ' < /proc/$PPID/cmdline"
     fixture = tmp_path / "dask.md"
     fixture.write_text(
-        "---\nrepeat: 2\nconcurrency: 2\n---\n\n"
+        "---\nrepeat: 2\nconcurrency: 2\nserial: false\n---\n\n"
         "| Name | Command | CEL |\n|---|---|---|\n"
         f"| where | bash -c {shlex.quote(parent)} | true |\n"
         f"| stops | bash -c {shlex.quote(stopping)} | int(stdout) == 1 |\n"
