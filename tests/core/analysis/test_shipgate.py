@@ -18,6 +18,7 @@ import pytest
 
 from fixtures_core.analysis.shipgate import EXPECTED, OUTSIDE_KNOWN_LIMIT, SuiteOutcome, gate_context
 from fixtures_core.records.rundoc import RunResult, to_document
+from fixtures_core.records.store import SHIPPED, Store, bless_refusal
 from tests.suites import run_in_process
 
 JUDGE = """
@@ -160,6 +161,53 @@ def test_a_disqualified_arm_never_wins(tmp_path: Path) -> None:
     case = only_suite(run).cases[0]
     assert case.arms["variant"].disqualified and case.winner == "bare" and case.verdict == "DISQUALIFIED"
     assert only_suite(run).verdict == "FAIL"
+
+
+def test_a_disqualified_arm_loses_its_case_and_leaves_margins_and_averages(tmp_path: Path) -> None:
+    # seed 04: "Disqualifier arms automatically lose the fixture regardless of score"
+    run = run_suite(tmp_path, [("F1", "90", "DQ 99", ""), ("F2", "80", "70", "")])
+
+    suite = only_suite(run)
+    f1, f2 = suite.cases
+    assert f1.arms["bare"].disqualified and f1.arms["bare"].score == 99.0  # its score is kept on the arm
+    assert (f1.winner, f1.margin, f1.verdict) == ("variant", None, "PASS")  # it lost; the case has no margin
+    assert f2.margin == 10.0
+    # averages leave the disqualified 99 out: bare = 70 (not (99 + 70) / 2); variant = (90 + 80) / 2 = 85
+    assert suite.averages == {"variant": 85.0, "bare": 70.0}
+    assert suite.margin == 10.0  # F2's alone (not (-9 + 10) / 2)
+    assert "margin" not in gate_context(suite)["rows"][0]  # type: ignore[index]
+
+
+def test_a_gate_naming_a_case_the_run_did_not_select_reads_na(tmp_path: Path) -> None:
+    named = gates('- {name: F9 must pass, cel: \'rows.exists(r, r.name == "F9" && r.arms.variant.status == "PASS")\'}')
+    (tmp_path / "judge.py").write_text(JUDGE)
+    path = tmp_path / "suite.md"
+    path.write_text(suite_text([("F2", "90", "80", ""), ("F5", "90", "80", ""), ("F9", "90", "80", "")], named))
+
+    everything = run_in_process(path, tmp_path / ".assay")
+    filtered = run_in_process(path, tmp_path / ".assay", filter=("F2*", "F5*"))
+
+    assert only_suite(everything).gates[0].status == "pass"
+    (gate,) = only_suite(filtered).gates
+    assert (gate.status, gate.error) == ("not_evaluated", "n/a: it names 'F9', which this run did not run")
+    assert [c.name for c in only_suite(filtered).cases] == ["F2", "F5"]  # both globs: a union
+    assert (only_suite(filtered).verdict, filtered.status) == ("PASS", "PASS")  # never FAIL
+
+
+def test_a_suite_gating_on_the_shipped_run_finds_it_without_baseline(tmp_path: Path) -> None:
+    holds = "!has(suite.baseline_margin) || suite.margin >= suite.baseline_margin - 3.0"
+    drop = gates(f"- {{name: suite margin holds, cel: '{holds}'}}")
+    first = run_suite(tmp_path, [("F1", "89", "70", "")], drop)
+    assert only_suite(first).baseline is None  # nothing blessed yet: "n/a (first run)"
+    Store(tmp_path / ".assay").bless(first.run_id, SHIPPED)
+
+    dropped = run_suite(tmp_path, [("F1", "70", "69", "")], drop)  # no --baseline
+
+    suite = only_suite(dropped)
+    assert suite.baseline is not None and suite.baseline.endswith("baselines/shipped.json")
+    assert (suite.margin, suite.baseline_margin) == (1.0, 19.0)
+    assert (suite.gates[0].status, dropped.status, dropped.comparison) == ("fail", "FAIL", None)
+    assert bless_refusal(dropped) is not None  # --bless would refuse it
 
 
 def test_gates_see_the_saved_runs_margins(tmp_path: Path) -> None:
