@@ -10,7 +10,12 @@ UI lists it (Concurrency) with its slots in use. A limit that already exists
 keeps the value set on the server (a team may tune it there); a run whose
 fixture says otherwise logs both. A sample takes its slots just before it
 starts and gives them back when it ends; waiting for them looks at the row's
-stop reasons every second.
+stop reasons (its time budget among them) every second, and says what it
+waits for ("waiting for provider=claude (2 of 2 held)").
+
+Slots are held through leases that this process renews while the sample
+runs, so a run that dies stops renewing; the lease guard (``flows.lease_guard``)
+gives a dead run's leases back at once rather than when they expire.
 """
 
 from __future__ import annotations
@@ -18,19 +23,24 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+from uuid import UUID
 
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.concurrency.sync import concurrency, rate_limit
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+from prefect.concurrency.sync import rate_limit
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound, PrefectHTTPStatusError
 
 from fixtures_core.execution.slots import LimitKey
 from fixtures_core.spec import Limit
+from flows.lease_guard import LeaseGuard
 
 _BANNED = str.maketrans({ch: "_" for ch in "/%&><"})  # characters Prefect refuses in names
 _WAIT_S = 1.0  # one try at the server's slots; between tries, the row's stop reasons are looked at
+LEASE_S = 60.0  # the shortest lease the server grants
+RENEW_S = 15.0  # renewed this often while held: three renewals may fail before a lease lapses
 
 
 def limit_name(key: LimitKey, rate: bool = False) -> str:
@@ -43,17 +53,29 @@ def limit_name(key: LimitKey, rate: bool = False) -> str:
 
 
 class GlobalLimits:
-    """The Prefect-side ``Gate`` of a run's sample pool."""
+    """The Prefect-side ``Gate`` of a run's sample pool.
+
+    ``on_wait`` hears what a sample waits for (``provider=claude (2 of 2 held)``), and None once it
+    got its slot; ``guard`` learns every lease held, to give them back should the run die.
+    """
 
     def __init__(
         self,
         limits: Iterable[Limit],
         keys: Iterable[LimitKey],
         logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+        on_wait: Callable[[str | None], None] | None = None,
+        guard: LeaseGuard | None = None,
     ) -> None:
         self._caps = {limit.property: limit.concurrency for limit in limits if limit.concurrency is not None}
         self._rates = {limit.property: limit.rate for limit in limits if limit.rate is not None}
         self._logger = logger
+        self._on_wait = on_wait
+        self._guard = guard
+        self._held: set[UUID] = set()
+        self._lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
+        self._closed = threading.Event()
         self._ensure(sorted(set(keys)))
 
     def names(self, keys: Iterable[LimitKey]) -> tuple[list[str], list[str]]:
@@ -70,13 +92,95 @@ class GlobalLimits:
         if rates and not _keep_trying(lambda: rate_limit(rates, timeout_seconds=_WAIT_S, strict=True), give_up):
             yield False
             return
-        with contextlib.ExitStack() as held:
-            if caps:
-                enter = lambda: held.enter_context(concurrency(caps, timeout_seconds=_WAIT_S, strict=True))  # noqa: E731
-                if not _keep_trying(enter, give_up):
-                    yield False
-                    return
+        if not caps:
             yield True
+            return
+        lease = self._acquire(caps, give_up)
+        if lease is None:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._release(lease)
+
+    def close(self) -> None:
+        """Stop renewing (every sample has given its lease back) and let the guard go."""
+        self._closed.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        if self._guard is not None:
+            self._guard.close()
+
+    def _acquire(self, caps: list[str], give_up: Callable[[], str | None]) -> UUID | None:
+        """A lease on one slot of each of ``caps``; None when ``give_up`` said why not first."""
+        waiting = False
+        try:
+            while give_up() is None:
+                with get_client(sync_client=True) as client:
+                    try:
+                        response = client.increment_concurrency_slots_with_lease(
+                            names=caps, slots=1, mode="concurrency", lease_duration=LEASE_S
+                        )
+                    except PrefectHTTPStatusError as exc:
+                        if exc.response.status_code != 423:  # 423 Locked: every slot is held
+                            raise
+                        if not waiting:
+                            waiting = True
+                            self._say_waiting(client, caps)
+                        self._closed.wait(_WAIT_S)
+                        continue
+                lease = UUID(response.json()["lease_id"])
+                self._keep(lease)
+                return lease
+            return None
+        finally:
+            if waiting and self._on_wait is not None:
+                self._on_wait(None)
+
+    def _say_waiting(self, client: SyncPrefectClient, caps: list[str]) -> None:
+        parts = []
+        for name in caps:
+            with contextlib.suppress(Exception):
+                found = client.read_global_concurrency_limit_by_name(name)
+                parts.append(f"{name.removeprefix('assay:')} ({found.active_slots} of {found.limit} held)")
+        text = "waiting for " + (", ".join(parts) or ", ".join(caps))
+        if self._logger is not None:
+            self._logger.info(text)
+        if self._on_wait is not None:
+            self._on_wait(text)
+
+    def _keep(self, lease: UUID) -> None:
+        with self._lock:
+            self._held.add(lease)
+            if self._renewer is None:
+                self._renewer = threading.Thread(target=self._renew, name="assay-leases", daemon=True)
+                self._renewer.start()
+        if self._guard is not None:
+            self._guard.hold(lease)
+
+    def _release(self, lease: UUID) -> None:
+        with self._lock:
+            self._held.discard(lease)
+        with get_client(sync_client=True) as client:
+            client.release_concurrency_slots_with_lease(lease)
+        if self._guard is not None:
+            self._guard.free(lease)
+
+    def _renew(self) -> None:
+        """Renew every lease held, well before it would lapse, until the run closes."""
+        while not self._closed.wait(RENEW_S):
+            with self._lock:
+                held = sorted(self._held)
+            if not held:
+                continue
+            with get_client(sync_client=True) as client:
+                for lease in held:
+                    try:
+                        client.renew_concurrency_lease(lease_id=lease, lease_duration=LEASE_S)
+                    except Exception as exc:  # the next renewal may still make it; the lease lasts LEASE_S
+                        if self._logger is not None:
+                            self._logger.warning(f"could not renew a concurrency slot's lease: {exc}")
 
     def _ensure(self, keys: list[LimitKey]) -> None:
         wanted = {limit_name(k): (self._caps[k[0]], 0.0) for k in keys if k[0] in self._caps}

@@ -72,8 +72,10 @@ from flows.board import RowBoard, baselines_first  # noqa: E402
 from flows.concurrency import GlobalLimits  # noqa: E402
 from flows.dask_workers import DaskSamples, run_on_worker  # noqa: E402
 from flows.events import emit_run_finished  # noqa: E402
+from flows.lease_guard import LeaseGuard  # noqa: E402
 from flows.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
 from flows.parameters import MatrixParameters, ParameterError  # noqa: E402
+from flows.prefect_logs import InternalLog, quiet_task_runs  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
 
 T = TypeVar("T")
@@ -92,6 +94,7 @@ class Launch:
     options: RunOptions
     plan: Plan
     tags: tuple[str, ...] = ()
+    say: Callable[[str], None] | None = None  # a line for the person at the terminal (stderr)
 
 
 # Set by run_with_prefect around its flow call: a command-line run is planned before it starts.
@@ -266,6 +269,7 @@ def matrix_flow(options: MatrixParameters) -> RunResult:
         options: What to run and how: fixture paths, state folder, repeats, k, filter, baseline, tags.
     """
     logger = get_run_logger()
+    quiet_task_runs()
     launch = _launched()
     if launch is None:  # a deployment, a schedule or the UI: plan here
         try:
@@ -280,8 +284,15 @@ def matrix_flow(options: MatrixParameters) -> RunResult:
     tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
     # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
     _name_flow_run(flow_run_name(launch.run_id, launch.options.label), tags)
-    run = _run_matrix(launch, key)
-    document = store_for(launch.options).run_file(run.run_id).resolve()
+    store = store_for(launch.options)
+    with InternalLog(store.run_dir(launch.run_id) / "prefect.log") as internal:
+        run = _run_matrix(launch, key)
+    note = internal.note()
+    if note is not None:
+        logger.warning(note)
+        if launch.say is not None:
+            launch.say(note)
+    document = store.run_file(run.run_id).resolve()
     log = logger.info if run.verdict.exit_code == 0 else logger.error
     log(f"{states.verdict_message(run)}; run document {document}")
     return cast(RunResult, states.flow_state(run))
@@ -315,7 +326,8 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
         settings = settings_for(options, run_id)
         runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=rows_at_once(options, planned.matrix))
         with (
-            pool_for(options, planned, order, _global_limits(options, planned)) as samples,
+            _global_limits(options, planned, live.listener) as gate,
+            pool_for(options, planned, order, gate) as samples,
             _dask(options, run_id, live, sample_slots(options, planned.matrix)),
             runner.duplicate() as rows_pool,
         ):
@@ -346,14 +358,23 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
             live.containment.close()
 
 
-def _global_limits(options: RunOptions, planned: Plan) -> GlobalLimits | None:
-    """Prefect's global concurrency limits for the run's ``limits`` (None without any)."""
+@contextlib.contextmanager
+def _global_limits(
+    options: RunOptions, planned: Plan, listener: ProgressListener | None
+) -> Iterator[GlobalLimits | None]:
+    """Prefect's global concurrency limits for the run's ``limits`` (None without any), their waits
+    shown in progress and logs, their leases watched by a lease guard for as long as the run runs."""
     limits = run_limits(options, planned.matrix)
     if not limits:
-        return None
+        yield None
+        return
     names = [limit.property for limit in limits]
     keys = [key for row in planned.matrix.rows for key in limit_keys(names, row.properties)]
-    return GlobalLimits(limits, keys, get_run_logger())
+    gate = GlobalLimits(limits, keys, get_run_logger(), listener.waiting if listener else None, LeaseGuard())
+    try:
+        yield gate
+    finally:
+        gate.close()
 
 
 @contextlib.contextmanager
@@ -395,6 +416,7 @@ def run_with_prefect(
     backend: Backend | None = None,
     extra_tags: Sequence[str] = (),
     announce: Callable[[str], None] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run the flow in a worker thread of this process and wait for it.
 
@@ -402,9 +424,10 @@ def run_with_prefect(
     main thread's SIGTERM handler: assay's own handler cancels the samples
     and lets the flow finish, which writes the run document and stops the
     temporary server cleanly. The heartbeat is off (it costs ~1 s at exit).
-    ``announce`` gets the flow run's UI address when a UI answers there.
+    ``announce`` gets the flow run's UI address when a UI answers there; ``say`` gets a line for stderr
+    (that Prefect logged warnings or errors of its own, and where they are).
     """
-    launch = Launch(run_id, options, planned or plan(options), tuple(extra_tags))
+    launch = Launch(run_id, options, planned or plan(options), tuple(extra_tags), say)
     with _LIVE_LOCK:
         # The caller's signal handler stops the given containment, and the caller closes it.
         _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)

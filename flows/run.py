@@ -232,7 +232,7 @@ def execute_run(
             return run_locally(planned, options, run_id, containment, counts)
         from flows.matrix import run_with_prefect
 
-        return run_with_prefect(options, run_id, containment, planned, counts, backend, tags, announce)
+        return run_with_prefect(options, run_id, containment, planned, counts, backend, tags, announce, _say_plain)
 
 
 def _note_warnings(matrix: Matrix) -> None:
@@ -247,6 +247,11 @@ def _prefect_backend() -> Backend:
     from flows.server import resolve_backend
 
     return resolve_backend(say=_say)
+
+
+def _say_plain(line: str) -> None:
+    """A line of its own on stderr, as it is."""
+    err.print(line)
 
 
 def _say(message: str) -> None:

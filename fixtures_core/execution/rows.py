@@ -272,6 +272,14 @@ class _RowRun:
                 return self.error
         return self._before_start()
 
+    def _why_wait(self) -> str | None:
+        """Why a sample waiting for a slot outside this process should not wait on: the row's stop
+        reasons, or its time budget (``TIME_RAN_OUT``)."""
+        reason = self._why_stop()
+        if reason is None and time.monotonic() >= self.deadline:
+            return TIME_RAN_OUT
+        return reason
+
     def _stop_for(self, reason: str) -> tuple[str, Stop | None]:
         """The row's error and its kind for a stop found while taking a slot (``reason``: the row's
         own error, ``TIME_RAN_OUT``, or ``_before_start``'s), counting the samples started so far."""
@@ -296,12 +304,20 @@ class _RowRun:
         self.pool.slots.wake()
 
     def _sample(self, index: int, lease: Lease) -> None:
-        gate = self.pool.gate.hold(self.keys, self._why_stop) if self.pool.gate else contextlib.nullcontext(True)
+        gate = self.pool.gate.hold(self.keys, self._why_wait) if self.pool.gate else contextlib.nullcontext(True)
         try:
             with gate as held:
                 sample = self.runner(self.row, index, self.deadline, self.scope) if held else None
             if sample is not None:
                 self._record(sample)  # before the slot is free: the next taker sees a stop it caused
+            elif self._why_wait() == TIME_RAN_OUT:  # it never started: say so, never "timed out ... killed"
+                waited = ", ".join(f"{name}={value}" for name, value in self.keys)
+                self._stop(
+                    f"time budget {format_duration(self.row.timeout_s)} ran out waiting for a slot of "
+                    f"{waited} (Prefect's global concurrency limits); sample {index} never started",
+                    "timeout",
+                    cancel=False,
+                )
         except Exception as exc:  # the engine could not run or record it (its API, a disk, a bug): the row ends
             with self.changed:
                 self.crash = self.crash or exc

@@ -34,6 +34,11 @@ class ProgressListener(Protocol):
 
     def row_finished(self, row: RowResult) -> None: ...
 
+    def waiting(self, text: str | None) -> None:
+        """What samples wait for outside this process (``waiting for provider=claude (2 of 2 held)``);
+        None once they got it."""
+        ...
+
 
 @dataclass(frozen=True)
 class InFlight:
@@ -57,6 +62,7 @@ class Snapshot:
     elapsed_s: float
     eta_s: float | None
     in_flight: tuple[InFlight, ...]
+    waiting: str | None = None
 
 
 class Progress:
@@ -71,6 +77,7 @@ class Progress:
         self._samples_total = sum(self._planned.values())
         self._rows_done = self._samples_done = self._failed = self._errored = 0
         self._running: dict[str, InFlight] = {}
+        self._waiting: str | None = None
 
     def row_started(self, row: RowSpec) -> None:
         if row.skip:
@@ -93,6 +100,10 @@ class Progress:
             # A row that stopped early (ERR, budget, cancel, a skip command) runs no more samples.
             self._samples_total -= self._planned.pop(row.id, 0) - len(row.samples)
 
+    def waiting(self, text: str | None) -> None:
+        with self._lock:
+            self._waiting = text
+
     def snapshot(self) -> Snapshot:
         with self._lock:
             elapsed = self._clock() - self._started
@@ -108,6 +119,7 @@ class Progress:
                 elapsed_s=elapsed,
                 eta_s=eta,
                 in_flight=tuple(self._running.values()),
+                waiting=self._waiting,
             )
 
 
@@ -136,7 +148,8 @@ def plain_line(snapshot: Snapshot) -> str:
         f"eta {clock_text(s.eta_s)}"
     )
     running = _in_flight_text(s, limit=5)
-    return line + (f"; running {running}" if running else "")
+    line += f"; running {running}" if running else ""
+    return line + (f"; {visible(s.waiting)}" if s.waiting else "")
 
 
 def live_view(snapshot: Snapshot) -> RenderableType:
@@ -155,4 +168,6 @@ def live_view(snapshot: Snapshot) -> RenderableType:
     running = _in_flight_text(s, limit=8)
     if running:
         parts.append(Text(f"running {running}", style="dim", overflow="ellipsis", no_wrap=True))
+    if s.waiting:
+        parts.append(Text(visible(s.waiting), style="yellow", overflow="ellipsis", no_wrap=True))
     return Group(*parts)

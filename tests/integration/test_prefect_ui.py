@@ -111,6 +111,10 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     assert "sample 3 of 'API flaky' FAIL: CEL assertion false" in logs
     document = (tmp_path / "state" / "runs" / run_id / "run.json").resolve()
     assert f"assay verdict FAIL · exit 1 (run {run_id}): 3 rows failed" in logs and f"run document {document}" in logs
+    # ... and nothing of the task engine's: no line per passing sample, no "NoneType: None" tracebacks.
+    assert "NoneType: None" not in logs
+    assert not [log.message for log in seen.logs if log.task_run_id is not None and "Finished in state" in log.message]
+    assert not [log.message for log in seen.logs if "Task run failed with" in log.message]
 
     # Artifacts keyed by the suite (the label): the report with reasons, rows and metrics tables.
     assert set(seen.artifacts) == {"assay-report-nightly-eu", "assay-rows-nightly-eu", "assay-metrics-nightly-eu"}
