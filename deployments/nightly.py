@@ -4,13 +4,17 @@
         --baseline shipped --tag team-a
 
 The process stays up and runs the matrix on schedule, and on demand from the
-UI ("Run" on the ``assay-matrix/nightly`` deployment). It uses the same
+UI ("Run" on the ``assay-matrix/nightly-serve`` deployment; ``deployments/prefect.yaml``'s
+is ``assay-matrix/nightly``, and serving never takes over a deployment of a work pool). It uses the same
 Prefect API as ``assay run``: ``PREFECT_API_URL`` when set, else this Prefect
 home's local server (started if needed). Runs of the deployment never overlap
 (``--concurrency-limit``, default 1): a run due while another runs waits.
 A FAIL or ERR verdict marks the flow run Failed; every run's document lands
 in ``--out`` as usual. For a work pool and ``prefect worker start``, see
 ``deployments/prefect.yaml``.
+
+Custom runs of the deployment may use fixtures and state folders only under
+this process's working folder and the paths it serves (``flows.confinement``).
 """
 
 from __future__ import annotations
@@ -26,13 +30,15 @@ from pydantic import ValidationError
 if TYPE_CHECKING:
     from prefect.schedules import Schedule
 
+    from flows.parameters import MatrixParameters
+
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Serve the assay matrix flow on a cron schedule.")
     parser.add_argument("paths", nargs="+", help="fixture files or folders")
     parser.add_argument("--cron", default="0 2 * * *", help="cron schedule (default: 02:00 every day)")
     parser.add_argument("--timezone", default="UTC", help="IANA time zone of the cron schedule (default: UTC)")
-    parser.add_argument("--name", default="nightly", help="deployment name (default: nightly)")
+    parser.add_argument("--name", default="nightly-serve", help="deployment name (default: nightly-serve)")
     parser.add_argument("--out", default=os.path.abspath(".assay"), help="state folder (absolute by default)")
     parser.add_argument("--baseline", help="baseline run file or blessed name to gate against")
     parser.add_argument("--regression-tolerance", type=float, default=0.0, dest="tolerance")
@@ -117,15 +123,48 @@ def serve(args: argparse.Namespace) -> int:
     from flows.matrix import matrix_flow
 
     with temporary_settings(updates={"api.url": backend.api_url}):
+        refuse_a_work_pool_deployment(args.name)
+        allow_what_is_served(parameters)
         matrix_flow.serve(
             name=args.name,
             schedules=[schedule],
-            parameters={"options": parameters.model_dump()},
+            parameters=parameters.model_dump(),
             tags=run_tags(options, planned.matrix, parameters.tags),  # the tags each of its runs gets
             global_limit=args.concurrency_limit,
             description="assay fixture matrix on a schedule (deployments/nightly.py)",
         )
     return 0
+
+
+def refuse_a_work_pool_deployment(name: str) -> None:
+    """UsageError when ``assay-matrix/NAME`` exists on a work pool: serving would replace its pool,
+    pull steps, schedule and parameters."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from fixtures_core.errors import UsageError
+
+    with get_client(sync_client=True) as client:
+        try:
+            found = client.read_deployment_by_name(f"assay-matrix/{name}")
+        except ObjectNotFound:
+            return
+    if found.work_pool_name:
+        raise UsageError(
+            f"deployment assay-matrix/{name} runs on work pool {found.work_pool_name!r} (prefect deploy); "
+            "serving it would take it over: choose another --name"
+        )
+
+
+def allow_what_is_served(parameters: MatrixParameters) -> None:
+    """Let the served runs use the folders given here (and nothing else outside the working folder)."""
+    from flows.confinement import ALLOWED_ROOTS
+
+    given = [*parameters.paths, parameters.out]
+    if parameters.baseline and os.path.exists(parameters.baseline):
+        given.append(os.path.dirname(os.path.abspath(parameters.baseline)))
+    listed = [p for p in os.environ.get(ALLOWED_ROOTS, "").split(os.pathsep) if p]
+    os.environ[ALLOWED_ROOTS] = os.pathsep.join(dict.fromkeys([*listed, *(os.path.abspath(p) for p in given)]))
 
 
 def cron_schedule(cron: str, timezone: str) -> Schedule:

@@ -27,7 +27,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -70,12 +70,13 @@ from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import states  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402
 from flows.concurrency import GlobalLimits  # noqa: E402
+from flows.confinement import Confinement  # noqa: E402
 from flows.dask_workers import DaskSamples, run_on_worker  # noqa: E402
 from flows.events import emit_run_finished  # noqa: E402
 from flows.lease_guard import LeaseGuard  # noqa: E402
 from flows.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
-from flows.parameters import MatrixParameters, ParameterError  # noqa: E402
-from flows.prefect_logs import InternalLog, quiet_task_runs  # noqa: E402
+from flows.parameters import MatrixParameters, flow_args_doc, flow_signature  # noqa: E402
+from flows.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
 
 T = TypeVar("T")
@@ -258,27 +259,23 @@ def metrics_table(run: RunResult) -> list[dict[str, object]]:
     return table
 
 
-@flow(name="assay-matrix", log_prints=False, validate_parameters=False, persist_result=False)
-def matrix_flow(options: MatrixParameters) -> RunResult:
+def _matrix_flow(**parameters: Any) -> RunResult:
     """Run a fixture matrix k times per row, check, measure, compare; write the run document.
 
     The flow run ends Failed, naming the failing rows, when the verdict is
-    FAIL or ERR (the run document is written first).
-
-    Args:
-        options: What to run and how: fixture paths, state folder, repeats, k, filter, baseline, tags.
+    FAIL or ERR (the run document is written first). A run started by a
+    deployment, a schedule or the UI may only use its working folder and
+    ``ASSAY_ALLOWED_ROOTS`` (``flows.confinement``).
     """
     logger = get_run_logger()
     quiet_task_runs()
     launch = _launched()
-    if launch is None:  # a deployment, a schedule or the UI: plan here
+    if launch is None:  # a deployment, a schedule or the UI: plan here, confined
         try:
-            parameters = MatrixParameters.parse(options)
-            run_options = parameters.to_options()
-            launch = Launch(new_run_id(), run_options, plan(run_options), tuple(parameters.tags))
+            launch = _deployed_launch(parameters)
         except ValidationFailed as exc:
             return _refused(f"configuration errors: {'; '.join(str(e) for e in exc.errors)}")
-        except (ParameterError, AssayError) as exc:
+        except AssayError as exc:
             return _refused(str(exc))
     key = artifact_key(launch.options, launch.plan.matrix)
     tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
@@ -296,6 +293,25 @@ def matrix_flow(options: MatrixParameters) -> RunResult:
     log = logger.info if run.verdict.exit_code == 0 else logger.error
     log(f"{states.verdict_message(run)}; run document {document}")
     return cast(RunResult, states.flow_state(run))
+
+
+quiet_verdict_exits()  # a deployment's flow run process imports this module before it runs the flow
+
+# The flow's parameters are MatrixParameters' fields, flat (Prefect reads them from the signature).
+_matrix_flow.__signature__ = flow_signature()  # type: ignore[attr-defined]
+_matrix_flow.__doc__ = (_matrix_flow.__doc__ or "") + flow_args_doc()
+matrix_flow = flow(name="assay-matrix", log_prints=False, validate_parameters=False, persist_result=False)(_matrix_flow)
+
+
+def _deployed_launch(parameters: Mapping[str, Any]) -> Launch:
+    """The launch of a flow run that ``assay run`` did not start: its parameters checked, confined and planned."""
+    given = MatrixParameters.parse(parameters)
+    run_options = given.to_options()
+    confinement = Confinement.of_deployment()
+    confinement.check_options(run_options)
+    planned = plan(run_options)
+    confinement.check_fixtures(planned.matrix)
+    return Launch(new_run_id(), run_options, planned, tuple(given.tags))
 
 
 def _refused(message: str) -> RunResult:
@@ -442,7 +458,7 @@ def run_with_prefect(
             parameters = MatrixParameters.from_options(options, launch.tags)
             named = matrix_flow.with_options(flow_run_name=flow_run_name(run_id, options.label))
             with temporary_settings(updates=updates):
-                state = named(parameters, return_state=True)
+                state = cast(State[Any], named(**parameters.model_dump(), return_state=True))
                 outcome["run"] = states.carried(state, RunResult)
                 if announce is not None and backend is not None and not backend.temporary:
                     link = _flow_run_link(state, backend)

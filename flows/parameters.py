@@ -8,6 +8,7 @@ or write outside the state folder), and a flow run always runs on Prefect.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -124,3 +125,25 @@ def describe_errors(exc: ValidationError) -> str:
             shown = repr(error["input"])
             parts.append(f"{where}: {error['msg']} (got {shown if len(shown) <= 60 else shown[:60] + '…'})")
     return "; ".join(parts)
+
+
+_KEYWORD = inspect.Parameter.KEYWORD_ONLY
+
+
+def flow_signature() -> inspect.Signature:
+    """The flow's parameters, flat: one keyword per field, typed and bounded as the field (Prefect builds
+    the custom-run form and the deployment's schema from it), so an override names only what it changes."""
+    parameters = []
+    for name, field in MatrixParameters.model_fields.items():
+        default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
+        annotation = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+        parameters.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
+    return inspect.Signature(parameters)
+
+
+def flow_args_doc() -> str:
+    """The ``Args:`` section of the flow's docstring: Prefect's form shows each line under its field."""
+    lines = [f"        {name}: {field.description}" for name, field in MatrixParameters.model_fields.items()]
+    return "\n    Args:\n" + "\n".join(lines) + "\n"

@@ -7,6 +7,10 @@ Two kinds of noise otherwise reach people:
   failed with state: ... NoneType: None`` for a failing one). assay already
   logs one line per row and one per failing sample, with the reason, so the
   engine's lines go (``EngineChatter``): a passing sample logs nothing.
+* A deployment's flow run process turns a Failed flow run into an exception
+  when the flow returns, and logs it as "Engine execution exited with
+  unexpected exception" with a traceback (``VerdictExit`` drops that record: a
+  FAIL verdict is an answer, already logged in one line, not a crash).
 * Prefect's own warnings and errors (its client retrying, its events and
   log workers, its lease renewals) are about Prefect, not about the run. A
   run keeps them in ``prefect.log`` in its folder (``InternalLog``) and, when
@@ -18,6 +22,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from types import TracebackType
+
+from prefect.exceptions import FailedRun
+
+from flows.states import Carried
 
 # The loggers of a flow run's and task runs' own lines (assay's, through get_run_logger, and the engine's).
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
@@ -36,6 +44,23 @@ def quiet_task_runs() -> None:
     logger = logging.getLogger("prefect.task_runs")
     if not any(isinstance(f, EngineChatter) for f in logger.filters):
         logger.addFilter(EngineChatter())
+
+
+class VerdictExit(logging.Filter):
+    """Drops the engine's traceback for a flow run that ended Failed by returning its verdict's state."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raised = record.exc_info[1] if record.exc_info else None
+        return not isinstance(raised, (Carried, FailedRun))
+
+
+def quiet_verdict_exits() -> None:
+    """Install ``VerdictExit`` (once) on the loggers that report the engine's exit: the flow run's
+    ("Engine execution exited with unexpected exception") and the engine process's own."""
+    for name in ("prefect.flow_runs", "prefect.engine"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, VerdictExit) for f in logger.filters):
+            logger.addFilter(VerdictExit())
 
 
 class _Internal(logging.Filter):

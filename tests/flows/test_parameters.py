@@ -18,6 +18,19 @@ def test_every_field_is_described_and_run_id_and_engine_are_not_parameters() -> 
     assert schema["additionalProperties"] is False  # the server refuses unknown keys of a custom run
 
 
+def test_the_flow_takes_each_field_as_its_own_parameter_described_and_bounded_in_prefects_schema() -> None:
+    from prefect.utilities.callables import parameter_schema
+
+    from flows.matrix import matrix_flow
+
+    schema = parameter_schema(matrix_flow).model_dump_for_openapi()
+    fields = MatrixParameters.model_json_schema()["properties"]
+    assert list(schema["properties"]) == list(fields), "one parameter per field, so an override names only itself"
+    assert schema["required"] == ["paths"]
+    assert schema["properties"]["repeat"]["anyOf"] == fields["repeat"]["anyOf"]  # {"minimum": 1, ...}
+    assert all(schema["properties"][name].get("description") for name in fields)
+
+
 def test_json_parameters_become_prefect_engine_options() -> None:
     parameters = MatrixParameters.parse({"paths": ["a.md"], "group_by": ["arm"], "tolerance": 0, "k": 2})
     assert parameters.to_options() == RunOptions(paths=("a.md",), group_by=("arm",), k=2, engine="prefect")

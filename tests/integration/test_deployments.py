@@ -124,20 +124,38 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
             # Custom runs with bad parameters are refused with one line; nothing runs.
             state_dir = tmp_path / "state"
             good = {"paths": ["examples/matrix.md"], "out": str(state_dir), "label": "pg"}
-            for bad, expected in (
-                ({**good, "repeat": "2"}, "Validation failed for field 'options.repeat'"),
-                ({**good, "run_id": "../../escape"}, "Additional properties are not allowed ('run_id' was unexpected)"),
-            ):
-                with pytest.raises(PrefectHTTPStatusError) as refused:
-                    client.create_flow_run_from_deployment(deployment.id, parameters={"options": bad})
-                detail = refused.value.response.json()["detail"]
-                assert expected in detail and "\n" not in detail
+            with pytest.raises(PrefectHTTPStatusError) as refused:
+                client.create_flow_run_from_deployment(deployment.id, parameters={**good, "repeat": "2"})
+            detail = refused.value.response.json()["detail"]
+            assert "Validation failed for field 'repeat'" in detail and "\n" not in detail
 
-            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters={"options": good})
-            wait_final(client, flow_run.id)
+            # The state folder is allowed by the deployment's environment; nothing else outside the project is.
+            allowed = {"env": {"ASSAY_ALLOWED_ROOTS": str(state_dir)}}
+            evil, marker = hostile_fixture(tmp_path)
+            hostile = [
+                {**good, "paths": [os.path.relpath(evil, REPO)]},
+                {**good, "paths": [str(evil)]},
+                {**good, "out": str(tmp_path / "elsewhere" / "state")},
+                {**good, "baseline": "../../../../etc/passwd"},
+            ]
+            refusals = [client.create_flow_run_from_deployment(deployment.id, parameters=p, job_variables=allowed)
+                        for p in hostile]  # fmt: skip
+            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=good, job_variables=allowed)
+            for run in [*refusals, flow_run]:
+                wait_final(client, run.id)
+            refused_runs = [settled_view(client, run.id, tasks=0) for run in refusals]
             seen = settled_view(client, flow_run.id, tasks=4 + 20 + 1)
     finally:
         stop_group(worker)
+
+    assert not marker.exists(), "a hostile fixture ran on the worker"
+    assert not (tmp_path / "elsewhere" / "state").exists()
+    for view, field in zip(refused_runs, ["paths[0]", "paths[0]", "out", "baseline"], strict=True):
+        refusal = view.flow_run.state
+        assert refusal is not None and refusal.name == "Failed"
+        assert (refusal.message or "").startswith(f"refused: {field} "), refusal.message
+        assert "outside this deployment's working folder" in (refusal.message or "")
+        assert "Traceback" not in view.log_text() and "unexpected exception" not in view.log_text()
 
     state = seen.flow_run.state
     assert state is not None and state.name == "Failed", state
@@ -152,10 +170,21 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
     logs = seen.log_text()
     assert "row 'API low' (examples/matrix.md:68): FAIL: 0/5 samples passed" in logs
     assert "set_working_directory" in logs  # the worker's own lines reach the same run
+    # A FAIL verdict is an answer, not a crash: no engine traceback in the run's logs.
+    assert "Traceback" not in logs and "unexpected exception" not in logs, logs
     assert {"assay-report-pg", "assay-rows-pg", "assay-metrics-pg"} <= set(seen.artifacts)
     assert "### FAIL API low (`examples/matrix.md:68`)" in str(seen.artifacts["assay-report-pg"].data)
     assert (state_dir / "runs" / run_id / "run.json").exists()
     assert sorted(p.name for p in state_dir.iterdir()) == ["latest.json", "runs"], "only the run, where it belongs"
+
+
+def hostile_fixture(tmp_path: Path) -> tuple[Path, Path]:
+    """A fixture outside the project whose one row leaves a marker when it runs."""
+    marker = tmp_path / "elsewhere" / "ran"
+    evil = tmp_path / "elsewhere" / "evil.md"
+    evil.parent.mkdir()
+    evil.write_text(f"| Name | Command |\n|---|---|\n| evil | `touch {marker}` |\n")
+    return evil, marker
 
 
 @contextlib.contextmanager
@@ -189,7 +218,7 @@ def test_nightly_serves_a_schedule_whose_runs_never_overlap(prefect_server: Any,
             assert deployment.tags == ["assay", "nightly", "team-a", "quick.md"]  # as its runs are tagged
             [schedule] = deployment.schedules
             assert (schedule.schedule.cron, schedule.schedule.timezone) == ("30 3 * * 1-5", "Europe/Paris")  # type: ignore[union-attr]
-            assert deployment.parameters["options"]["repeat"] == 2
+            assert deployment.parameters["repeat"] == 2  # flat: an override names only what it changes
 
             runs = [client.create_flow_run_from_deployment(deployment.id) for _ in range(2)]
             for run in runs:
@@ -204,6 +233,31 @@ def test_nightly_serves_a_schedule_whose_runs_never_overlap(prefect_server: Any,
     assert first.end_time is not None and second.start_time is not None
     assert second.start_time >= first.end_time, "two runs of the deployment overlapped"
     assert len(list((tmp_path / "state" / "runs").glob("*/run.json"))) == 2
+
+
+def test_nightly_refuses_to_take_over_a_work_pool_deployment(prefect_server: Any, tmp_path: Path) -> None:
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    pool = f"pool-{os.getpid()}"
+    with _api(prefect_server.api_url), get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+        flow_id = client.create_flow_from_name("assay-matrix")
+        client.create_deployment(
+            flow_id=flow_id, name="pooled", work_pool_name=pool, entrypoint="flows/matrix.py:matrix_flow"
+        )
+        done = subprocess.run(
+            [sys.executable, str(NIGHTLY), str(fixture), "--name", "pooled"], cwd=tmp_path,
+            env=prefect_env(prefect_server.api_url, tmp_path / "home"), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        kept = client.read_deployment_by_name("assay-matrix/pooled")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"error: deployment assay-matrix/pooled runs on work pool '{pool}' (prefect deploy); "
+        "serving it would take it over: choose another --name\n"
+    )
+    assert kept.work_pool_name == pool
 
 
 @pytest.mark.parametrize(
@@ -245,8 +299,8 @@ def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path)
     ("extra", "expected"),
     [
         ({"repeat": "2"}, "invalid flow parameters: repeat: Input should be a valid integer (got '2')"),
-        ({"run_id": "../../escape"}, "invalid flow parameters: run_id: not a parameter of assay-matrix (known: paths,"),
-        ({"engine": "local", "parallel": 0}, "engine: not a parameter"),
+        ({"parallel": 0}, "invalid flow parameters: parallel: Input should be greater than or equal to 1 (got 0)"),
+        ({"tags": "x"}, "invalid flow parameters: tags: Input should be a valid list (got 'x')"),
     ],
 )
 def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
@@ -261,7 +315,7 @@ def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
     fixture = tmp_path / "quick.md"
     fixture.write_text(QUICK)
     options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), **extra}
-    state = run_flow(matrix_flow, parameters={"options": options}, return_type="state")
+    state = run_flow(matrix_flow, parameters=options, return_type="state")
     assert state.is_failed() and state.message is not None
     assert state.message.startswith("invalid flow parameters: ") and "\n" not in state.message, state.message
     assert expected in state.message

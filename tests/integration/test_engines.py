@@ -119,18 +119,21 @@ def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("prefect_backend")
-def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(tmp_path: Path) -> None:
+def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from flows.matrix import matrix_flow
     from flows.states import carried
 
     fixture = tmp_path / "ok.md"
     fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n| bad | `false` |\n")
-    options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), "filter": "ok"}  # JSON, as a deployment sends
-    passing = matrix_flow(options, return_state=True)
+    monkeypatch.chdir(tmp_path)  # a deployment's flow run may only use its working folder
+    options = {"paths": [str(fixture)], "out": str(tmp_path / "state"), "filter": ["ok"]}  # JSON, as a deployment sends
+    passing = matrix_flow(**options, return_state=True)
     run = carried(passing, RunResult)
     assert passing.is_completed() and run.status == "PASS" and [r.name for r in run.rows] == ["ok"]
 
-    failing = matrix_flow({"paths": [str(fixture)], "out": str(tmp_path / "state")}, return_state=True)
+    failing = matrix_flow(paths=[str(fixture)], out=str(tmp_path / "state"), return_state=True)
     assert failing.is_failed()
     assert (
         failing.message
@@ -150,8 +153,10 @@ def test_a_terminated_flow_run_kills_its_samples_and_writes_its_run(tmp_path: Pa
     options = {"paths": [str(fixture)], "out": str(tmp_path / "state")}
     marker = uuid.uuid4().hex
     env = dict(os.environ, PREFECT_API_URL=str(PREFECT_API_URL.value()), ASSAY_TEST_MARK=marker, PYTHONPATH=str(REPO))
-    code = f"from flows.matrix import matrix_flow; matrix_flow({options!r})"
-    process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    code = f"from flows.matrix import matrix_flow; matrix_flow(**{options!r})"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         for _ in range(1200):  # bounded wait for the sample to start (not a timing assertion)
             if started.exists() or process.poll() is not None:
