@@ -9,6 +9,9 @@
 127.0.0.1 only, with a ``prefect`` database, then starts Prefect's background
 server (``prefect server start --background``, its home in
 ``DIR/prefect-home``) on that database. Both are reused when already running.
+The database URL is pinned in that home's ``profiles.toml``: a server of
+that home restarted another way uses PostgreSQL too, and ``assay server
+start`` refuses to start it while PostgreSQL is down (never SQLite).
 PostgreSQL refuses to run as root: as root, the cluster runs as the
 ``postgres`` user (and ``DIR`` is handed to it). Connections are trusted on
 loopback; put a password and TLS in front of it before exposing the server.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -159,9 +163,25 @@ def start(root: Path, pg_port: int | None = None, port: int | None = None) -> st
     from flows.server import ensure_started, free_port
 
     cluster = start_cluster(root, pg_port or _port_of(root) or free_port())
+    home = root.resolve() / "prefect-home"
+    pin_database(home, cluster.url)
     os.environ["PREFECT_API_DATABASE_CONNECTION_URL"] = cluster.url
-    server = ensure_started(root.resolve() / "prefect-home", port, say=_say)
+    server = ensure_started(home, port, say=_say)
     return server.api_url
+
+
+def pin_database(home: Path, url: str) -> None:
+    """Write the database URL into the Prefect home's profile, so that its server uses PostgreSQL
+    however it is restarted (``prefect server start``, ``assay server start``), never a new SQLite file."""
+    home.mkdir(parents=True, exist_ok=True)
+    profile = (
+        "# Written by deployments/postgres_server.py: this home's server keeps its database in PostgreSQL.\n"
+        'active = "postgres"\n\n[profiles.postgres]\n'
+        f"PREFECT_API_DATABASE_CONNECTION_URL = {json.dumps(url)}\n"
+    )
+    temporary = home / "profiles.toml.tmp"
+    temporary.write_text(profile)
+    temporary.replace(home / "profiles.toml")
 
 
 def _say(message: str) -> None:

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from flows.prefect_env import quiet_prefect
@@ -49,7 +50,7 @@ from prefect.settings import temporary_settings  # noqa: E402
 from prefect.states import Failed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.transactions import CommitMode, transaction  # noqa: E402
-from prefect.utilities.annotations import quote  # noqa: E402
+from prefect.utilities.annotations import allow_failure, quote  # noqa: E402
 from prefect.utilities.urls import url_for  # noqa: E402
 
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
@@ -197,18 +198,21 @@ def row_task(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
     return states.row_state(final)
 
 
-@task(name="finalize", retries=0, cache_policy=NO_CACHE, persist_result=False)
+@task(name="finalize", task_run_name="finalize", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def finalize_task(
     recorder: Recorder,
     options: RunOptions,
     rows: list[RowResult],
     stop: RunStop | None,
     baseline: Baseline | None,
-    suite: str,
 ) -> RunResult:
-    """Metrics, comparisons, verdict; the run document, the UI artifacts and the finished event."""
-    run = complete(recorder, options, rows, stop, baseline, _live(recorder.run_id).containment)
-    document = recorder.store.run_file(run.run_id).resolve()
+    """Metrics, comparisons, verdict and the run document, once every row is done."""
+    return complete(recorder, options, rows, stop, baseline, _live(recorder.run_id).containment)
+
+
+def publish(run: RunResult, document: Path, suite: str) -> None:
+    """The run's report and its rows and metrics tables as artifacts of the flow run (called in the
+    flow, not a task, so the UI shows them on the flow run), and the finished event."""
     create_markdown_artifact(
         key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
     )
@@ -217,7 +221,6 @@ def finalize_task(
     if metrics:
         create_table_artifact(key=f"assay-metrics-{suite}", table=metrics, description=f"assay metrics: {suite}")
     emit_run_finished(run, suite, str(document))
-    return run
 
 
 def rows_table(run: RunResult) -> list[dict[str, object]]:
@@ -231,6 +234,7 @@ def rows_table(run: RunResult) -> list[dict[str, object]]:
             "median": describe.duration(describe.median_duration_ms(r)),
             f"pass@{k}": describe.passk_cells(r)[0],
             f"pass^{k}": describe.passk_cells(r)[1],
+            "reason": states.row_why(r),
             "where": f"{r.file}:{r.line}",
         }  # fmt: skip
         for r in run.rows
@@ -283,13 +287,14 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     _name_flow_run(flow_run_name(launch.run_id, launch.options.label), tags)
     store = store_for(launch.options)
     with InternalLog(store.run_dir(launch.run_id) / "prefect.log") as internal:
-        run = _run_matrix(launch, key)
+        run = _run_matrix(launch)
+        document = store.run_file(run.run_id).resolve()
+        publish(run, document, key)
     note = internal.note()
     if note is not None:
         logger.warning(note)
         if launch.say is not None:
             launch.say(note)
-    document = store.run_file(run.run_id).resolve()
     log = logger.info if run.verdict.exit_code == 0 else logger.error
     log(f"{states.verdict_message(run)}; run document {document}")
     return cast(RunResult, states.flow_state(run))
@@ -330,9 +335,12 @@ def _name_flow_run(name: str, tags: list[str]) -> None:
         return
     merged = list(dict.fromkeys([*flow_run.tags, *tags]))
     context.client.update_flow_run(flow_run.id, name=name, tags=merged)
+    # Prefect relates events (assay.run.finished, every state change) to the tags of the context's
+    # copy of the flow run: without this, tag-based automations would miss an ad-hoc run's events.
+    flow_run.name, flow_run.tags = name, merged
 
 
-def _run_matrix(launch: Launch, suite: str) -> RunResult:
+def _run_matrix(launch: Launch) -> RunResult:
     run_id, options, planned = launch.run_id, launch.options, launch.plan
     live = _live(run_id)
     order = baselines_first(planned.matrix.rows)
@@ -364,9 +372,11 @@ def _run_matrix(launch: Launch, suite: str) -> RunResult:
                 raise
             rows = _row_results(futures, order, live.board)
             stop = run_stop(live.containment, samples, rows)
+        # wait_for: the UI draws finalize after every row; allow_failure, as a FAIL row is still done.
         return finalize_task(
-            opaque(recorder), opaque(options), opaque(rows), opaque(stop), opaque(planned.baseline), suite
-        )
+            opaque(recorder), opaque(options), opaque(rows), opaque(stop), opaque(planned.baseline),
+            wait_for=[allow_failure(future) for future in futures],
+        )  # fmt: skip
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)

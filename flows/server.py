@@ -33,7 +33,9 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -185,6 +187,35 @@ def ensure_started(home: Path, port: int | None = None, say: Say = _silent) -> L
     return _wait_ready(server, say)
 
 
+def _require_pinned_database(home: Path) -> None:
+    """ServerError when the home's profile keeps its database in PostgreSQL and nothing listens there:
+    Prefect would fail to start, or a hand-edited profile would quietly fall back to a new SQLite file."""
+    url = pinned_database(home)
+    if url is None or not url.startswith("postgresql"):
+        return
+    address = urllib.parse.urlsplit(url)
+    host, port = address.hostname or HOST, address.port or 5432
+    with socket.socket() as probe:
+        probe.settimeout(2.0)
+        if probe.connect_ex((host, port)) == 0:
+            return
+    raise ServerError(
+        f"the Prefect home {home} keeps its database in PostgreSQL at {host}:{port}, which is not running: "
+        f"start it first (python deployments/postgres_server.py start --dir {home.parent})"
+    )
+
+
+def pinned_database(home: Path) -> str | None:
+    """The database URL of the home's active profile (``deployments/postgres_server.py`` writes it), if any."""
+    try:
+        profiles = tomllib.loads((home / "profiles.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    active = profiles.get("profiles", {}).get(profiles.get("active", "default"), {})
+    url = active.get("PREFECT_API_DATABASE_CONNECTION_URL") if isinstance(active, dict) else None
+    return url if isinstance(url, str) else None
+
+
 def preferred_port() -> int:
     """The port a new local server tries first: ``ASSAY_PREFECT_PORT``, else Prefect's 4200."""
     value = os.environ.get(PORT_VARIABLE, "").strip()
@@ -196,6 +227,7 @@ def preferred_port() -> int:
 
 
 def _start(home: Path, port: int | None, say: Say) -> LocalServer:
+    _require_pinned_database(home)
     preferred = preferred_port()
     chosen = port or (preferred if port_is_free(preferred) else free_port())
     first = not (home / "prefect.db").exists()

@@ -107,8 +107,17 @@ def row_message(row: RowResult) -> str:
     """``STATUS: passed/planned samples passed; why`` (the reports' failure, on one line), bounded."""
     if row.status == "SKIP":
         return "SKIP"
-    told = describe.failure(row)
     message = f"{describe.status_label(row)}: {describe.passed_cell(row)} samples passed"
+    why = row_why(row)
+    return _bounded(f"{message}; {why}" if why else message)
+
+
+def row_why(row: RowResult) -> str:
+    """Why a row did not pass, or which of its samples failed, on one line ("" when none did): its
+    error (a metric over its threshold, a budget), then its failing samples' check."""
+    if row.status == "SKIP":
+        return ""
+    told = describe.failure(row)
     reasons = [told.error] if told.error else []
     failing = [sample for sample in row.samples if sample.status == "FAIL"]  # an ERR sample's error is the row's
     if failing:
@@ -117,8 +126,7 @@ def row_message(row: RowResult) -> str:
             reasons.append(f"CEL {told.expression} false on samples {indices}")
         else:
             reasons.append(f"samples {indices} failed; sample {failing[0].index}: {sample_reason(failing[0])}")
-    message += "".join(f"; {reason}" for reason in reasons)
-    return _bounded(message)
+    return "; ".join(reasons)
 
 
 def row_log(row: RowResult) -> str:

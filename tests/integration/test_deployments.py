@@ -88,6 +88,10 @@ def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert done.returncode == 0, done.stderr
         api_url = done.stdout.strip().removeprefix("PREFECT_API_URL=")
         assert api_url == f"http://127.0.0.1:{port}/api"
+        from flows.server import pinned_database
+
+        pinned = pinned_database(root.resolve() / "prefect-home")  # a restart another way stays on PostgreSQL
+        assert pinned is not None and pinned.startswith("postgresql+asyncpg://postgres@127.0.0.1:"), pinned
         yield api_url
     finally:
         subprocess.run([sys.executable, str(POSTGRES_SCRIPT), "stop", "--dir", str(root)], env=env, timeout=120)

@@ -179,6 +179,30 @@ def test_an_unreachable_prefect_api_url_is_one_line(tmp_path: Path) -> None:
     assert len(done.stderr.splitlines()) == 1 and "internal error" not in done.stderr
 
 
+def test_a_postgres_home_never_comes_up_on_sqlite_while_postgres_is_down(tmp_path: Path) -> None:
+    """A home set up by deployments/postgres_server.py, restarted by `assay server start` with PostgreSQL down."""
+    from deployments.postgres_server import pin_database
+    from tests.integration.conftest import run_cli
+
+    home = tmp_path / "team" / "prefect-home"
+    closed = server.free_port()
+    pin_database(home, f"postgresql+asyncpg://postgres@127.0.0.1:{closed}/prefect")
+    shown = subprocess.run(
+        [sys.executable, "-c", "from prefect.settings import get_current_settings as s; "
+         "print(s().server.database.connection_url.get_secret_value())"],
+        env=dict(os.environ, PREFECT_HOME=str(home)), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert shown.stdout.strip() == f"postgresql+asyncpg://postgres@127.0.0.1:{closed}/prefect", shown.stderr
+
+    done = run_cli(["server", "start"], cwd=tmp_path, env={"PREFECT_HOME": str(home)})
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: the Prefect home {home} keeps its database in PostgreSQL at 127.0.0.1:{closed}, which is not "
+        f"running: start it first (python deployments/postgres_server.py start --dir {home.parent})\n"
+    )
+    assert not (home / "prefect.db").exists() and server.find(home) is None
+
+
 def test_a_stale_pid_file_never_kills_or_reuses_another_process(tmp_path: Path) -> None:
     """The PID file names a live process that is not a Prefect server (the PID was reused)."""
     home = tmp_path / "home"

@@ -123,6 +123,12 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
                      "| API flaky | **FAIL (flaky)** | 4/5 |", "- suite: pass@k 0.75 (rows 3/4)",
                      "exceeds the allowed 25%", f"Run document: `{document}`"):  # fmt: skip
         assert expected in report, expected
+    # ... on the flow run itself (the UI's "Flow run" column), not on a task run.
+    assert {(a.flow_run_id, a.task_run_id) for a in seen.artifacts.values()} == {(seen.flow_run.id, None)}
+    rows = {line["row"]: line for line in json.loads(str(seen.artifacts["assay-rows-nightly-eu"].data))}
+    assert rows["API high"]["reason"] == ""
+    assert rows["CLI high"]["reason"] == "metric duration_ms: +41.5% vs 'API high' exceeds the allowed 25%"
+    assert rows["API low"]["reason"].startswith("CEL json.execution.state")
     metrics = json.loads(str(seen.artifacts["assay-metrics-nightly-eu"].data))
     regressed = next(m for m in metrics if m["row"] == "CLI high" and m["metric"] == "duration_ms")
     assert regressed["baseline"] == "API high" and regressed["delta_percent"] == pytest.approx(41.5, abs=0.1)
@@ -132,6 +138,13 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     assert event.resource["assay.verdict"] == "FAIL" and event.resource["assay.run-id"] == run_id
     assert event.payload["failing_rows"] == ["CLI high", "API low", "API flaky"]
     assert any(r.id == f"prefect.flow-run.{seen.flow_run.id}" for r in event.related)
+    # ... tagged like its flow run, so an automation matching a tag sees an ad-hoc run's events too.
+    assert {"prefect.tag.team-a", "prefect.tag.nightly eu"} <= {r.id for r in event.related if r.role == "tag"}
+
+    # Finalize waits on every row: the UI draws it after them (its wait_for inputs are the row tasks).
+    finalize = seen.task("finalize")
+    waited = {str(i.id) for i in finalize.task_inputs.get("wait_for", [])}
+    assert waited == {str(seen.task(row).id) for row in ("API high", "CLI high", "API low", "API flaky")}
 
 
 def test_errors_and_budgets_are_failed_and_timed_out(tmp_path: Path, client: SyncPrefectClient) -> None:
