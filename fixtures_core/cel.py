@@ -103,7 +103,7 @@ class Program:
     def evaluate(self, context: Mapping[str, object]) -> CelValue:
         """Evaluate; an engine error becomes ``CelValue(error=...)``."""
         try:
-            result = self._compiled.eval(data=context)
+            result = self._compiled.eval(data={name: whole(value) for name, value in context.items()})
         except Exception as exc:  # the engine raises on conversion problems of inputs
             return CelValue(error=_clean_runtime_error(str(exc)))
         if result.type() == cel.Type.ERROR:
@@ -115,6 +115,22 @@ class Program:
             return CelValue(value=result.plain_value())
         except TypeError:
             return CelValue(error=_unconvertible(str(result)))
+
+
+# The engine ends a string at its first NUL (a C string): ``printf 'ok\0 LEAKED'`` would pass
+# ``!stdout.contains("LEAKED")``. U+2400 (SYMBOL FOR NULL) keeps the rest and the length in code points.
+NUL_STAND_IN = "\u2400"
+
+
+def whole(value: object) -> object:
+    """``value`` with every NUL in its strings (also inside lists and maps) replaced by ``NUL_STAND_IN``."""
+    if isinstance(value, str):
+        return value.replace("\0", NUL_STAND_IN) if "\0" in value else value
+    if isinstance(value, dict):
+        return {whole(key): whole(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [whole(item) for item in value]
+    return value
 
 
 def compile_expression(expression: str, property_names: Iterable[str] = ()) -> Program:

@@ -27,6 +27,7 @@ MAX_YAML_NODES = 100_000
 MAX_STDOUT_JSON_DEPTH = 256
 MAX_RUN_BYTES = 512 * 1024 * 1024
 MAX_RUN_JSON_DEPTH = 64  # a run document is ~8 levels deep, plus properties of at most MAX_YAML_DEPTH
+MAX_REPEAT = 100_000  # samples of one row (repeat, --repeat, k): a paid agent CLI never runs anywhere near
 MAX_INT_DIGITS = 4300  # Python's own limit on reading an int from text (sys.get_int_max_str_digits)
 
 

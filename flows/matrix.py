@@ -1,9 +1,12 @@
 """The Prefect flow: one row task per row, nested sample tasks, a finalize task.
 
-Rows are tasks, not subflows: measured here, a subflow costs 0.6-1.1 s and a
-task about 5 ms. Sample tasks never retry and never cache (a cached sample
-would silently not run). Deadlines are enforced by ``fixtures_core.execution.sampling``
-because Prefect's timeouts cannot interrupt a blocking call in a thread.
+Rows are tasks by default: measured here, a subflow costs 0.3-2.5 s on a
+local SQLite server (it answers 503 while digesting their events) and a task
+about 5 ms. ``--row-subflows`` gives the design card's shape, a subflow run
+per row holding its sample tasks, for those who want it in the UI. Sample
+tasks never retry and never cache (a cached sample would silently not run).
+Deadlines are enforced by ``fixtures_core.execution.sampling`` because
+Prefect's timeouts cannot interrupt a blocking call in a thread.
 
 Row tasks run on a thread pool (rows in flight); each takes slots for its
 samples from the run's one pool of sample slots (``runs.plan.pool_for``) and
@@ -21,16 +24,20 @@ automations (``flows.events``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
+import functools
+import logging
 import math
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
+from uuid import UUID
 
 from flows.prefect_env import quiet_prefect
 
@@ -40,14 +47,15 @@ import httpx  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.client.schemas.objects import State  # noqa: E402
+from prefect.client.orchestration import SyncPrefectClient  # noqa: E402
+from prefect.client.schemas.objects import State, StateDetails  # noqa: E402
 from prefect.context import FlowRunContext  # noqa: E402
 from prefect.events.worker import EventsWorker  # noqa: E402
 from prefect.exceptions import PrefectHTTPStatusError  # noqa: E402
 from prefect.futures import PrefectFuture, wait  # noqa: E402
 from prefect.logging.handlers import APILogWorker  # noqa: E402
 from prefect.settings import temporary_settings  # noqa: E402
-from prefect.states import Failed  # noqa: E402
+from prefect.states import Completed, Failed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.transactions import CommitMode, transaction  # noqa: E402
 from prefect.utilities.annotations import allow_failure, quote  # noqa: E402
@@ -56,19 +64,22 @@ from prefect.utilities.urls import url_for  # noqa: E402
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
-from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
+from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample, unfinished_row  # noqa: E402
 from fixtures_core.execution.slots import limit_keys  # noqa: E402
-from fixtures_core.records.rundoc import RunResult  # noqa: E402
+from fixtures_core.records.resume import resumed_rows  # noqa: E402
+from fixtures_core.records.rundoc import RunResult, load_run  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.runs.close import RunStop, complete, run_stop  # noqa: E402
+from fixtures_core.runs.close import RunStop, complete, record, run_stop  # noqa: E402
 from fixtures_core.runs.options import RunOptions, settings_for, store_for  # noqa: E402
 from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import states  # noqa: E402
+from flows.abandoned import Owner, mark_abandoned  # noqa: E402
+from flows.api_watch import ApiWatch  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402
 from flows.concurrency import GlobalLimits  # noqa: E402
 from flows.confinement import Confinement  # noqa: E402
@@ -124,6 +135,7 @@ class _LiveRun:
     # Looked up, not a row task parameter: a sample task on Dask carries its parent task's parameters
     # to the worker, and the recorder (its progress display) stays in this process.
     recorder: Recorder | None = None
+    row_runs: dict[str, UUID] = field(default_factory=dict)  # --row-subflows: each row's task run in the flow run
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -167,6 +179,30 @@ def sample_task(
 def row_task(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
     """Every sample of one row, on the run's sample slots, under the row's time budget; ends in the
     row's final state."""
+    return _row(row, settings, k)
+
+
+def _row_flow(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
+    """``row_task`` as a subflow run (``--row-subflows``): the row's flow run holds its sample tasks."""
+    context = FlowRunContext.get()
+    live = _live(settings.run_id)
+    if context is not None and context.flow_run is not None and context.flow_run.parent_task_run_id:
+        # The task run that stands for this subflow in the matrix flow run: what finalize waits on.
+        live.row_runs[row.id] = context.flow_run.parent_task_run_id
+    return _row(row, settings, k)
+
+
+# Prefect enforces a subflow's timeout by raising into its thread, wherever that thread is; a row's own
+# budget starts with its first sample slot, which it may wait for. So Prefect's timeout is a backstop that
+# cannot fire first: every row's budget (the longest the row can wait, and then run) and a grace. assay's
+# deadline stops the row's processes and ends its subflow TimedOut.
+_ROW_FLOW_GRACE_S = 5.0
+row_flow = flow(name="assay-row", retries=0, log_prints=False, validate_parameters=False, persist_result=False)(
+    _row_flow
+)
+
+
+def _row(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
     live = _live(settings.run_id)
     recorder = live.recorder
     assert recorder is not None, "a row task runs inside its run's flow"
@@ -284,7 +320,7 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     key = artifact_key(launch.options, launch.plan.matrix)
     tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
     # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
-    _name_flow_run(flow_run_name(launch.run_id, launch.options.label), tags)
+    _own_flow_run(flow_run_name(launch.run_id, launch.options.label), tags, launch.options.resume is not None)
     store = store_for(launch.options)
     with InternalLog(store.run_dir(launch.run_id) / "prefect.log") as internal:
         run = _run_matrix(launch)
@@ -325,19 +361,30 @@ def _refused(message: str) -> RunResult:
     return cast(RunResult, Failed(message=message))  # Prefect ends the flow run in the returned state
 
 
-def _name_flow_run(name: str, tags: list[str]) -> None:
-    """Name the flow run after the assay run and add the run's tags (a deployment's run starts with neither)."""
+def _own_flow_run(name: str, tags: list[str], resumes: bool) -> None:
+    """Name the flow run after the assay run, add the run's tags (a deployment's run starts with
+    neither), record its process, and mark Crashed the flow runs of this host whose process is gone."""
     context = FlowRunContext.get()
     if context is None or context.flow_run is None:
         return
     flow_run = context.flow_run
-    if flow_run.name == name and set(tags) <= set(flow_run.tags):
-        return
     merged = list(dict.fromkeys([*flow_run.tags, *tags]))
-    context.client.update_flow_run(flow_run.id, name=name, tags=merged)
-    # Prefect relates events (assay.run.finished, every state change) to the tags of the context's
-    # copy of the flow run: without this, tag-based automations would miss an ad-hoc run's events.
-    flow_run.name, flow_run.tags = name, merged
+    owner = None if flow_run.infrastructure_pid else str(Owner.here())  # a worker's or serve's is already there
+    if flow_run.name != name or merged != flow_run.tags or owner:
+        context.client.update_flow_run(flow_run.id, name=name, tags=merged, infrastructure_pid=owner)
+        # Prefect relates events (assay.run.finished, every state change) to the tags of the context's
+        # copy of the flow run: without this, tag-based automations would miss an ad-hoc run's events.
+        flow_run.name, flow_run.tags = name, merged
+        flow_run.infrastructure_pid = owner or flow_run.infrastructure_pid
+    if not isinstance(context.client, SyncPrefectClient):  # a sync flow always has the sync client
+        return
+    try:
+        marked = mark_abandoned(context.client, flow_run, resumed=name if resumes else None)
+    except Exception as exc:  # noqa: BLE001 - tidying others' states never stops this run
+        get_run_logger().debug("could not look for abandoned flow runs: %s", exc)
+        return
+    for found in marked:
+        get_run_logger().info(f"marked flow run {found.name!r} Crashed: its process is gone")
 
 
 def _run_matrix(launch: Launch) -> RunResult:
@@ -348,7 +395,8 @@ def _run_matrix(launch: Launch) -> RunResult:
     try:
         recorder = open_run(options, run_id, planned, live.listener)
         settings = settings_for(options, run_id)
-        runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=rows_at_once(options, planned.matrix))
+        at_once = rows_at_once(options, planned.matrix)
+        runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=at_once)
         with (
             _global_limits(options, planned, live.listener) as gate,
             pool_for(options, planned, order, gate) as samples,
@@ -357,15 +405,14 @@ def _run_matrix(launch: Launch) -> RunResult:
         ):
             live.pool = samples
             live.recorder = recorder
-            shared = {"settings": opaque(settings), "k": options.k}
-            futures = [rows_pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
+            futures = _start_rows(order, settings, options, rows_pool, at_once)
             try:
-                wait(cast(list[Any], futures))
+                _wait_rows(futures)
             except BaseException:
                 # A cancelled or terminated deployment run (Prefect raises in the thread that
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
                 live.containment.cancel()
-                wait(cast(list[Any], futures))
+                _wait_rows(futures)
                 rows = _row_results(futures, order, live.board)
                 interrupted = RunStop("cancelled", "interrupted: the flow run was stopped")
                 complete(recorder, options, rows, interrupted, planned.baseline, live.containment)
@@ -375,13 +422,56 @@ def _run_matrix(launch: Launch) -> RunResult:
         # wait_for: the UI draws finalize after every row; allow_failure, as a FAIL row is still done.
         return finalize_task(
             opaque(recorder), opaque(options), opaque(rows), opaque(stop), opaque(planned.baseline),
-            wait_for=[allow_failure(future) for future in futures],
+            wait_for=[allow_failure(done) for done in _rows_done(futures, live)],
         )  # fmt: skip
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
         if live.owned:
             live.containment.close()
+
+
+RowFuture = PrefectFuture[Any] | concurrent.futures.Future[Any]
+
+
+def _start_rows(
+    order: Sequence[RowSpec],
+    settings: RunSettings,
+    options: RunOptions,
+    rows_pool: ThreadPoolTaskRunner[Any],
+    at_once: int,
+) -> list[RowFuture]:
+    """Every row started on the rows' threads: a task run each, or with ``--row-subflows`` a subflow run
+    each (named after the row, with a backstop timeout)."""
+    shared = {"settings": opaque(settings), "k": options.k}
+    if not options.row_subflows:
+        return [rows_pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
+    threads = concurrent.futures.ThreadPoolExecutor(at_once, thread_name_prefix="assay-row")
+    futures: list[RowFuture] = []
+    backstop = sum(row.timeout_s for row in order) + _ROW_FLOW_GRACE_S
+    for row in order:
+        shaped = row_flow.with_options(flow_run_name=row.name, timeout_seconds=backstop)
+        # copy_context: a subflow started from a thread without it would be a separate top-level flow run.
+        call = functools.partial(shaped, opaque(row), opaque(settings), options.k, return_state=True)
+        futures.append(threads.submit(contextvars.copy_context().run, call))
+    threads.shutdown(wait=False)  # the submitted rows still run; no more come
+    return futures
+
+
+def _rows_done(futures: Sequence[RowFuture], live: _LiveRun) -> list[Any]:
+    """What finalize waits on: the rows' task runs, or the task runs that stand for their subflows."""
+    tasks = [future for future in futures if isinstance(future, PrefectFuture)]
+    # A state naming the task run is an upstream Prefect records; data=True: it carries no result to load.
+    subflows: list[State[Any]] = [
+        Completed(data=True, state_details=StateDetails(task_run_id=run)) for run in live.row_runs.values()
+    ]
+    return [*tasks, *subflows]
+
+
+def _wait_rows(futures: Sequence[RowFuture]) -> None:
+    """Until every row is done."""
+    wait([f for f in futures if isinstance(f, PrefectFuture)])
+    concurrent.futures.wait([f for f in futures if isinstance(f, concurrent.futures.Future)])
 
 
 @contextlib.contextmanager
@@ -417,7 +507,7 @@ def _dask(options: RunOptions, run_id: str, live: _LiveRun, slots: int) -> Itera
             live.dask = None
 
 
-def _row_results(futures: Sequence[PrefectFuture[Any]], rows: Sequence[RowSpec], board: RowBoard) -> list[RowResult]:
+def _row_results(futures: Sequence[RowFuture], rows: Sequence[RowSpec], board: RowBoard) -> list[RowResult]:
     """Each row's raw result as posted; a row task that failed before posting (e.g. the API
     failed) becomes an ERR row."""
     results = []
@@ -454,6 +544,9 @@ def run_with_prefect(
     (that Prefect logged warnings or errors of its own, and where they are).
     """
     launch = Launch(run_id, options, planned or plan(options), tuple(extra_tags), say)
+    # Prefect's log worker reports a failed delivery on stderr through this switch (the run's
+    # prefect.log and its one-line note say what Prefect failed at); the report stays the only output.
+    logging.raiseExceptions = False
     with _LIVE_LOCK:
         # The caller's signal handler stops the given containment, and the caller closes it.
         _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)
@@ -484,14 +577,45 @@ def run_with_prefect(
     # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
+    watch = ApiWatch(backend.api_url) if backend is not None and backend.api_url else None
     # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
     # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
     # who joins it later (an in-process caller after a second interrupt) would not wait for it.
     while not finished.wait(timeout=0.2):
-        pass
+        lost = watch.lost() if watch is not None else None
+        if lost is not None:
+            return _closed_without_api(launch, lost)
     if "error" in outcome:
         raise api_failure(outcome["error"], backend) or outcome["error"]
     return cast(RunResult, outcome["run"])
+
+
+def _closed_without_api(launch: Launch, lost: str) -> RunResult:
+    """The run closed here, ERR, when its Prefect API went away: samples stopped, the rows that
+    finished kept, the others ERR with the finished samples (``--resume`` runs them again), and
+    run.json written, so that the report, the run document and the exit code agree. The flow's
+    thread is left waiting on the API; the process exits without waiting for it."""
+    _API_LOST.set()
+    live = _live_here(launch.run_id)
+    if live is None or live.recorder is None:  # the flow never opened the run: nothing ran
+        raise ServerError(f"{lost}; nothing ran: check it (`assay server status`) and run again")
+    live.containment.cancel()
+    options, planned = launch.options, launch.plan
+    store = store_for(options)
+    written = store.run_file(launch.run_id)
+    if written.is_file():  # finalize wrote the run before the API went: its verdict, marked as not delivered
+        run = load_run(written)
+        was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
+        marked = replace(run, status="ERR", error=f"{lost}, after the run closed{was}", stopped="crashed")
+        record(marked, options, store=store)
+        return marked
+    found = resumed_rows(store, launch.run_id, planned.matrix)
+    reason = f"{lost}; the row did not finish"
+    rows = [
+        found.rows.get(spec.id) or unfinished_row(spec, found.samples.get(spec.id, ()), reason)
+        for spec in baselines_first(planned.matrix.rows)
+    ]
+    return complete(live.recorder, options, rows, RunStop("crashed", lost), planned.baseline, live.containment)
 
 
 def _flow_run_link(state: State[Any], backend: Backend) -> str | None:
@@ -502,6 +626,8 @@ def _flow_run_link(state: State[Any], backend: Backend) -> str | None:
         return None
     return link
 
+
+_API_LOST = threading.Event()  # a run of this process closed without its Prefect API
 
 _TEMPORARY_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
 
@@ -530,6 +656,8 @@ def deliver_before_exit(timeout: float = 30.0) -> bool:
     here; the command line skips it when this returns True. A temporary
     server still running in this process needs Prefect's exit hook to stop it.
     """
+    if _API_LOST.is_set():  # nothing would be delivered: do not wait for it
+        return True
     APILogWorker.drain_all(timeout=timeout)
     EventsWorker.drain_all(timeout=timeout)
     server = sys.modules.get("prefect.server.api.server")

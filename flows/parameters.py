@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from fixtures_core.errors import AssayError
+from fixtures_core.limits import MAX_REPEAT
 from fixtures_core.runs.options import RunOptions
 
 Text = Annotated[str, StringConstraints(min_length=1)]
@@ -39,8 +40,12 @@ class MatrixParameters(BaseModel):
         description="Fixture files or folders of them, relative to the flow run's working directory.",
     )
     out: Text = Field(".assay", description="State folder: runs, evidence and blessed baselines.")
-    repeat: int | None = Field(None, ge=1, description="Samples per row for every row (overrides the fixtures).")
-    k: int | None = Field(None, ge=1, description="k of pass@k and pass^k (default: each row's number of samples).")
+    repeat: int | None = Field(
+        None, ge=1, le=MAX_REPEAT, description="Samples per row for every row (overrides the fixtures)."
+    )
+    k: int | None = Field(
+        None, ge=1, le=MAX_REPEAT, description="k of pass@k and pass^k (default: each row's number of samples)."
+    )
     group_by: list[Text] = Field(
         default_factory=list, description="Suite pass@k figures per value of these row properties."
     )
@@ -72,6 +77,9 @@ class MatrixParameters(BaseModel):
         0.0, ge=0, le=1, description="Allowed drop of suite rates, 0 to 1; a row going pass -> fail always gates."
     )
     tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run.")
+    row_subflows: bool = Field(
+        False, description="Each row a subflow run holding its sample tasks (costs about 0.3-2 s per row)."
+    )
 
     @field_validator("filter", mode="before")
     @classmethod
@@ -97,7 +105,7 @@ class MatrixParameters(BaseModel):
             group_by=list(options.group_by), filter=list(options.filter), parallel=options.parallel,
             parallel_samples=options.parallel_samples, label=options.label,
             baseline=options.baseline, tolerance=options.tolerance, tags=list(tags), concurrency=options.concurrency,
-            limit=list(options.limits), budget=options.budget,
+            limit=list(options.limits), budget=options.budget, row_subflows=options.row_subflows,
         )  # fmt: skip
 
     def to_options(self) -> RunOptions:
@@ -107,7 +115,7 @@ class MatrixParameters(BaseModel):
             parallel_samples=self.parallel_samples,
             group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
             baseline=self.baseline, tolerance=self.tolerance, concurrency=self.concurrency, limits=tuple(self.limit),
-            budget=self.budget,
+            budget=self.budget, row_subflows=self.row_subflows,
         )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ import os
 
 QUIET = {
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
+    # Prefect's internal loggers (its events and log workers failing) write to stderr on a handler of their own.
+    "PREFECT_LOGGING_HANDLERS_DEBUG_LEVEL": "CRITICAL",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",

@@ -30,6 +30,8 @@ from flows.states import Carried
 # The loggers of a flow run's and task runs' own lines (assay's, through get_run_logger, and the engine's).
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 _CHATTER = ("Finished in state ", "Task run failed with ")
+# "prefect._internal" does not propagate to "prefect" (Prefect's logging.yml): it needs the handler too.
+_INTERNAL_ROOTS = ("prefect", "prefect._internal")
 
 
 class EngineChatter(logging.Filter):
@@ -83,13 +85,15 @@ class InternalLog:
         self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
 
     def __enter__(self) -> InternalLog:
-        logging.getLogger("prefect").addHandler(self._handler)
+        for name in _INTERNAL_ROOTS:
+            logging.getLogger(name).addHandler(self._handler)
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        logging.getLogger("prefect").removeHandler(self._handler)
+        for name in _INTERNAL_ROOTS:
+            logging.getLogger(name).removeHandler(self._handler)
         self._handler.close()
 
     def note(self) -> str | None:

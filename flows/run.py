@@ -35,7 +35,7 @@ from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import ReportFiles, check_writable, step_summary_file
 from fixtures_core.reports.progress import Progress
 from fixtures_core.runs.close import record
-from fixtures_core.runs.options import RunOptions, resume_options
+from fixtures_core.runs.options import RunOptions, resume_options, store_for
 from fixtures_core.runs.plan import plan
 from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
@@ -57,14 +57,37 @@ PARALLEL_SAMPLES_HELP = (
     "Let the samples of one row run at once, for rows that do not say serial (default: in order, one after "
     "another, as a command that keeps state between samples needs)."
 )
+ROW_SUBFLOWS_HELP = (
+    "Run each row as a Prefect subflow run holding its sample tasks (the design card's shape; costs about "
+    "0.3-2 s per row on a local server: rows are task runs by default)."
+)
 LIMIT_HELP = "Cap per property value: PROPERTY=N in flight, or PROPERTY=N/minute (repeatable)."
 BUDGET_HELP = "Start no sample once a metric summed over the run reaches a cap: 'cost_usd <= 5'."
 RESUME_HELP = "Continue an interrupted or killed run (its id, folder, or latest); only missing samples run."
+MAX_PROGRESS_INTERVAL_S = 86_400.0
 DASK_HELP = "Run the samples on this Dask scheduler, or 'local' for a LocalCluster of processes."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
-out = Console(highlight=False, markup=False)  # names and labels are text, never markup
+
+
+class OutputClosed(Exception):
+    """Standard output was closed by its reader (``assay run X | head``): a broken pipe."""
+
+
+class _ReportConsole(Console):
+    """Rich's console, except that a closed stdout raises ``OutputClosed`` instead of ``SystemExit(1)``
+    (which would turn any verdict into a silent exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # later writes, and the interpreter's last flush, go nowhere
+        os.close(devnull)
+        raise OutputClosed
+
+
+out = _ReportConsole(highlight=False, markup=False)  # names and labels are text, never markup
 if not out.is_terminal and "COLUMNS" not in os.environ:
-    out = Console(highlight=False, markup=False, width=120)  # CI logs: wide enough for the table, never wrapped at 80
+    # CI logs: wide enough for the table, never wrapped at 80
+    out = _ReportConsole(highlight=False, markup=False, width=120)
 err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 # Click's exceptions: recent typer releases vendor their own copy of click, with their own classes.
 _CLICK_ERRORS: tuple[type[Exception], ...] = (
@@ -102,6 +125,7 @@ def run_command(
         Optional[int], typer.Option("--parallel", help="Rows in flight (default: as many as sample slots).")
     ] = None,
     parallel_samples: Annotated[bool, typer.Option("--parallel-samples", help=PARALLEL_SAMPLES_HELP)] = False,
+    row_subflows: Annotated[bool, typer.Option("--row-subflows", help=ROW_SUBFLOWS_HELP)] = False,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
     limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
     budget: Annotated[Optional[str], typer.Option("--budget", help=BUDGET_HELP)] = None,
@@ -145,8 +169,9 @@ def run_command(
     # Option values are checked by RunOptions.check; these options are the command line's only
     # (not fields of RunOptions: a deployment has no --json, --progress-interval, --bless or PATH).
     _check_json_path(json_path)
-    if not progress_interval > 0:
-        raise UsageError(f"--progress-interval must be > 0 seconds, got {progress_interval:g}")
+    if not 0 < progress_interval <= MAX_PROGRESS_INTERVAL_S:  # NaN and inf too: the progress thread sleeps on it
+        most = f"{MAX_PROGRESS_INTERVAL_S:g}"
+        raise UsageError(f"--progress-interval must be > 0 and at most {most} seconds, got {progress_interval:g}")
     if bless and dry_run:
         raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
     if not paths and resume is None:
@@ -157,6 +182,7 @@ def run_command(
         engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
+        row_subflows=row_subflows,
     )  # fmt: skip
     options.check()  # before --resume reads the state folder (plan checks the resumed options again)
     options = resume_options(options)
@@ -172,7 +198,11 @@ def run_command(
     try:
         if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
             run = _recorded_as_interrupted(run, options, guard.received[0])
-        _report(run, json_path, links)
+        try:
+            _report(run, json_path, links)
+        except OutputClosed:  # the answer is the exit code and the run document: both stand
+            document = store_for(options).run_file(run.run_id)
+            err.print(f"assay: standard output was closed (broken pipe); the report is in {document}")
         if bless and not guard.interrupted:
             _bless_if_passed(run, out_dir)
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
@@ -509,6 +539,9 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
     except KeyboardInterrupt:
         err.print("error: interrupted")
         return 2
+    except OutputClosed:  # e.g. `assay history | head -1`: what was read is what was wanted
+        err.print("assay: standard output was closed (broken pipe)")
+        return 0
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         err.print(f"error: {where}{exc.strerror or exc}")

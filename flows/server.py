@@ -43,6 +43,7 @@ from pathlib import Path
 
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
+from flows.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
 
 PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
 DEFAULT_PORT = 4200  # Prefect's default, where its docs send people's browsers
@@ -113,7 +114,9 @@ def resolve_backend(say: Say = _silent) -> Backend:
         return Backend(None, None, TEMPORARY)
     if mode not in ("", "local"):
         raise ServerError(f"{MODE_VARIABLE}={mode!r}: use 'local' (the default) or '{TEMPORARY}'")
-    server = ensure_started(prefect_home(), say=say)
+    home = prefect_home()
+    server = ensure_started(home, say=say)
+    stamp_used(home)  # the idle stop (flows.idle_stop) counts from the last run
     return Backend(server.api_url, server.ui_url, "local")
 
 
@@ -228,6 +231,7 @@ def preferred_port() -> int:
 
 def _start(home: Path, port: int | None, say: Say) -> LocalServer:
     _require_pinned_database(home)
+    idle_seconds()  # a bad ASSAY_SERVER_IDLE_MINUTES is one line before anything starts
     preferred = preferred_port()
     chosen = port or (preferred if port_is_free(preferred) else free_port())
     first = not (home / "prefect.db").exists()
@@ -257,6 +261,7 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
     )
     server = find(home)
     if server is not None:  # ours, or one a concurrent run started a moment ago
+        start_companion(home)
         return server
     reason = " ".join((done.stderr or done.stdout).split())[-300:] or f"exit code {done.returncode}"
     raise ServerError(f"could not start a local Prefect server on {HOST}:{chosen}: {reason}")
@@ -286,6 +291,7 @@ def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_
 
 def stop(home: Path, timeout: float = STOP_TIMEOUT_S) -> LocalServer | None:
     """Stop this home's background server (Prefect's ``server stop``) and wait until it is gone."""
+    stop_companion(home)
     server = find(home)
     if server is None:
         _remove_stale_pid_file(home)

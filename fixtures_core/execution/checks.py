@@ -26,6 +26,8 @@ from fixtures_core.spec import RowSpec
 from fixtures_core.text import excerpt
 
 FILES_LIMIT = 1024 * 1024
+# What ``files`` holds in all: hard links or copies of one large file would otherwise multiply memory.
+FILES_TOTAL_LIMIT = 64 * 1024 * 1024
 _EXCERPT = 120
 _FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
 _ANSI_WORD = re.compile(r"\bansi\b")
@@ -251,10 +253,18 @@ class SampleFiles:
 
     texts: dict[str, str]
     unreadable: dict[str, str]
+    left_out: int = 0  # files not read because ``files`` already held its total
+    total: int = FILES_TOTAL_LIMIT
 
     @property
     def error(self) -> str | None:
-        """The sample's error when a file or folder could not be read, naming the first few."""
+        """The sample's error when a file or folder could not be read, naming the first few, or when
+        the files together are more than ``files`` holds."""
+        if self.left_out:
+            return (
+                f"files: the sample's files hold more than {self.total / (1024 * 1024):g} MiB in all; "
+                f"{self.left_out} file(s) left out, so files is incomplete"
+            )
         if not self.unreadable:
             return None
         named = [f"{path} ({why})" for path, why in sorted(self.unreadable.items())]
@@ -262,8 +272,9 @@ class SampleFiles:
         return f"files: cannot read {', '.join(named[:3])}{more}, so files is incomplete"
 
 
-def read_files(root: str, limit: int = FILES_LIMIT) -> SampleFiles:
-    """Text of the regular files a sample wrote under its tmpdir, each capped at ``limit`` bytes.
+def read_files(root: str, limit: int = FILES_LIMIT, total: int = FILES_TOTAL_LIMIT) -> SampleFiles:
+    """Text of the regular files a sample wrote under its tmpdir, each capped at ``limit`` bytes and
+    all together at ``total`` (the files beyond it are counted in ``left_out``, never read).
 
     A FIFO, socket or device is not a file with text (reading it could block or never end) and a
     dangling symlink or a file deleted meanwhile is not there: none is in ``texts``. A file or
@@ -279,21 +290,27 @@ def read_files(root: str, limit: int = FILES_LIMIT) -> SampleFiles:
         if not isinstance(exc, FileNotFoundError):  # a folder deleted meanwhile is not there
             note(os.fsdecode(exc.filename) if exc.filename is not None else root, exc)
 
+    held, left_out = 0, 0
     for folder, _dirs, names in os.walk(root, onerror=note_folder):
         for name in names:
             path = os.path.join(folder, name)
             try:
-                if not stat.S_ISREG(os.stat(path).st_mode):
+                status = os.stat(path)
+                if not stat.S_ISREG(status.st_mode):
+                    continue
+                if held + min(status.st_size, limit) > total:
+                    left_out += 1
                     continue
                 with open(path, "rb") as handle:
-                    data = handle.read(limit)
+                    data = handle.read(min(limit, total - held))
             except FileNotFoundError:
                 continue  # a dangling symlink, or deleted since it was listed
             except OSError as exc:
                 note(path, exc)
                 continue
+            held += len(data)
             found[os.path.relpath(path, root)] = data.decode("utf-8", errors="replace")
-    return SampleFiles(found, unreadable)
+    return SampleFiles(found, unreadable, left_out, total)
 
 
 def _evaluate(program: Program, context: Mapping[str, object], not_json: str) -> CelValue:

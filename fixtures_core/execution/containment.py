@@ -12,12 +12,14 @@ What a sample's processes are, strongest evidence first:
    the group (``setsid``, a double fork, ``nohup &``) becomes assay's own child
    when its parent dies, and is recognised there by the token.
 
-All three are used together. The leader joins its cgroup right after it
-starts (Python cannot place a child in a cgroup before ``exec``; with the
-``setpriv`` wrapper below the command itself has not started yet); whatever
-it forks in that instant is still found by group and token. Without a
-writable cgroup v2 (the documented fallback), only a process that *both*
-leaves the session and clears its environment can escape.
+All three are used together. Python cannot start a child inside a cgroup,
+so with a cgroup the command waits behind a start gate (``StartGate``: a tiny
+``sh`` reading a line from a pipe) until assay has moved the leader into the
+sample's cgroup: everything the command starts, ``setsid`` daemons included,
+starts inside it. (A judge, fed its payload on stdin, starts ungated and is
+found by group and token.) Without a writable cgroup v2 (the documented
+fallback), only a process that *both* leaves the session and clears its
+environment can escape.
 
 When assay itself dies: the leader gets a parent-death signal (``setpriv
 --pdeathsig``, util-linux), and the watchdog process (``watchdog``) kills the
@@ -157,8 +159,14 @@ class Containment:
         environment = dict(os.environ if env is None else env)
         environment[TOKEN_VARIABLE] = token
         command = list(argv)
-        if self._pdeathsig:
+        if self._pdeathsig or self._cgroup is not None:
             _check_executable(command[0], environment, cwd)
+        # A command fed a file (a judge's payload) starts ungated: the file's descriptor could only reach
+        # it through the gate by a path, and this process closes the file once the leader has started.
+        gate = StartGate() if self._cgroup is not None and stdin == subprocess.DEVNULL else None
+        if gate is not None:
+            command, stdin = gate.wrap(command)
+        if self._pdeathsig:
             command = [str(_setpriv()), "--pdeathsig", "KILL", "--", *command]
 
         def spawn() -> ContainedSample:
@@ -177,9 +185,16 @@ class Containment:
             _LEADERS.add(popen.pid)
             return sample
 
-        sample = _spawner.call(spawn) if self._pdeathsig else spawn()
+        try:
+            sample = _spawner.call(spawn) if self._pdeathsig else spawn()
+        except BaseException:
+            if gate is not None:
+                gate.close()
+            raise
         if self._cgroup is not None:
             sample.adopt_into(self._sample_cgroup(number))
+        if gate is not None:
+            gate.open()  # in its cgroup now (or found by group and token): the command may start
         if self.cancelled.is_set():  # cancel() ran while the leader was starting
             sample.kill() if self.stopped_at_once.is_set() else sample.terminate()
         return sample
@@ -227,6 +242,43 @@ class Containment:
     def _forget(self, sample: ContainedSample) -> None:
         with self._lock:
             self._live.pop(sample.pid, None)
+
+
+class StartGate:
+    """Holds a sample's command until assay has moved its leader into the sample's cgroup.
+
+    Python cannot start a child inside a cgroup, so the leader is a tiny ``sh``
+    (about 1 ms) that reads one line from a pipe on its stdin before it becomes
+    the command (``exec``) with ``/dev/null`` as its stdin: nothing the command
+    forks can start outside the cgroup, and the command inherits no descriptor
+    of the gate. If assay dies before it opens the gate, the pipe's end makes
+    ``read`` fail and the command never runs (exit 125).
+    """
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+
+    def wrap(self, argv: Sequence[str]) -> tuple[list[str], int]:
+        """``argv`` behind the gate, and the gate's end of the pipe: the leader's stdin."""
+        script = 'read _ || exit 125; exec "$@" </dev/null'
+        return [_sh(), "-c", script, "assay-gate", *argv], self._read
+
+    def open(self) -> None:
+        """Let the command start."""
+        with contextlib.suppress(OSError):  # the leader is gone already (killed while it started)
+            os.write(self._write, b"\n")
+        self.close()
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._read = self._write = -1
+
+
+def _sh() -> str:
+    """The POSIX shell that runs the start gate (``/bin/sh``: dash on Debian, about 1 ms)."""
+    return "/bin/sh" if os.path.exists("/bin/sh") else shutil.which("sh") or "sh"
 
 
 class ContainedSample:

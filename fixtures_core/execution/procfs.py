@@ -127,3 +127,16 @@ def alive(pid: int, starttime: int | None = None) -> bool:
     """True while ``pid`` runs (not a zombie) and, when given, is still the process started at ``starttime``."""
     found = stat(pid)
     return found is not None and not found.zombie and (starttime is None or found.starttime == starttime)
+
+
+def started_at(pid: int) -> float | None:
+    """When the process started (seconds since the epoch), or None when it is gone or a zombie."""
+    found = stat(pid)
+    if found is None or found.zombie:
+        return None
+    try:
+        with open("/proc/stat", "rb") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
+    except (OSError, StopIteration, ValueError):
+        return None
+    return boot + found.starttime / os.sysconf("SC_CLK_TCK")

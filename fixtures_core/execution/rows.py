@@ -81,7 +81,7 @@ def _execute_and_check(
         values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id)
         if needs_attempt(row, settings.dry_run):
             return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, containment), env
-        argv = [render(arg, values) for arg in row.argv]
+        argv = [_carried(render(arg, values), arg, "an argument") for arg in row.argv]
     except TemplateError as exc:
         return check_sample(row, index, Execution(None, b"", b"", 0.0, error=f"template: {exc}"), tmpdir), os.environ
     if not os.path.isdir(cwd):
@@ -106,7 +106,7 @@ def sample_setting(
     values = template_values(row, index, tmpdir)
     env = dict(os.environ)
     env.update({k: v for k, v in platform.items() if k not in row.env})
-    env.update({key: render(value, values) for key, value in row.env.items()})
+    env.update({key: _carried(render(value, values), value, f"env {key}") for key, value in row.env.items()})
     env.update(ASSAY_RUN_ID=run_id, ASSAY_ROW=row.name, ASSAY_SAMPLE=str(index), ASSAY_TMPDIR=tmpdir)
     cwd = source_dir
     if row.cwd:
@@ -114,6 +114,17 @@ def sample_setting(
         cwd = os.path.normpath(os.path.join(source_dir, expanded))
     values.update(CWD=cwd, workDir=cwd)
     return values, env, cwd
+
+
+def _carried(rendered: str, template: str, what: str) -> str:
+    """``rendered`` when a process can carry it; TemplateError when a property put a NUL byte in it
+    (the fixture's own text was checked before the run: ``parsing.encodable``)."""
+    if "\0" in rendered:
+        raise TemplateError(
+            f"{what} rendered from {template!r} holds a NUL byte (\\0), which no process argument or environment "
+            "can carry"
+        )
+    return rendered
 
 
 def template_values(row: RowSpec, index: int, tmpdir: str) -> dict[str, object]:
@@ -361,6 +372,12 @@ def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
     """An ERR result for a row whose execution raised (a bug, an I/O or orchestration
     failure): the run goes on and reports it, instead of losing every other row."""
     return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}", "crashed")
+
+
+def unfinished_row(row: RowSpec, samples: tuple[SampleResult, ...], reason: str) -> RowResult:
+    """An ERR result for a row its run could not finish (its orchestration was lost), with the samples
+    that did finish: ``--resume`` runs it again."""
+    return _result(row, samples, "ERR", reason, "crashed")
 
 
 def _result(

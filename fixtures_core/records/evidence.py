@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fixtures_core.errors import BaselineError
+from fixtures_core.limits import MAX_RUN_BYTES, read_regular_file
 from fixtures_core.records.rundoc import decode
 from fixtures_core.results import RowResult, SampleResult
 
@@ -38,7 +39,11 @@ def read_evidence(path: Path) -> tuple[dict[int, SampleResult], RowResult | None
     A line torn by a crash is skipped."""
     samples: dict[int, SampleResult] = {}
     raw: RowResult | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:  # a regular file only: a FIFO planted in the evidence folder would hang the resume
+        text = read_regular_file(path, MAX_RUN_BYTES, "evidence file").decode("utf-8")
+    except (OSError, ValueError) as exc:
+        raise BaselineError(str(path), f"unreadable evidence: {exc}") from None
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:

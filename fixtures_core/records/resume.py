@@ -17,7 +17,9 @@ with one complete ``run.json``.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.execution.pool import Resumed
 from fixtures_core.limits import MAX_RUN_JSON_DEPTH, loads_json, read_regular_file
 from fixtures_core.records.evidence import read_evidence
+from fixtures_core.records.lock import holder
 from fixtures_core.records.rundoc import load_run, write_json_atomic
 from fixtures_core.records.store import Store
 from fixtures_core.results import RowResult, SampleResult
@@ -106,7 +109,13 @@ def read_started(path: Path) -> Started:
 
 
 def check_resumable(store: Store, started: Started) -> None:
-    """A run that closed cleanly has nothing to resume: only an incomplete or interrupted one does."""
+    """A run that closed cleanly has nothing to resume: only an incomplete or interrupted one does, and
+    only once no process runs it any more."""
+    running = holder(store.run_dir(started.run_id))
+    if running is not None:
+        raise UsageError(
+            f"--resume {started.run_id}: the run is still running (pid {running}); wait for it, or stop it first"
+        )
     run_file = store.run_file(started.run_id)
     if not run_file.is_file():
         return
@@ -124,6 +133,12 @@ def check_resumable(store: Store, started: Started) -> None:
 def check_fixtures(started: Started, matrix: Matrix) -> None:
     """The fixture files must be the ones the run started with: a resumed run never mixes two versions."""
     now = {f.identity or f.path: f.sha256 for f in matrix.files}
+    unrecorded = sorted(set(now) - set(started.fixtures))
+    if unrecorded:
+        raise UsageError(
+            f"--resume {started.run_id}: its start record holds no digest of fixture {unrecorded[0]} (it was edited): "
+            "resuming could mix two versions of it; start a new run"
+        )
     for file, digest in started.fixtures.items():
         if now.get(file) != digest:
             raise UsageError(
@@ -138,9 +153,14 @@ def resumed_rows(store: Store, run_id: str, matrix: Matrix) -> Resumed:
     samples: dict[str, tuple[SampleResult, ...]] = {}
     for index, spec in enumerate(matrix.rows):
         path = store.evidence_file(run_id, index, spec.name)
-        if not path.is_file():
+        if not os.path.lexists(path):
             continue
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO would hang the appends; a symlink, lead them away
+            raise BaselineError(str(path), "evidence that is not a regular file (a FIFO, a folder, a symlink): refused")
         found, raw = read_evidence(path)
+        beyond = [i for i in found if not 0 <= i < spec.repeat]
+        if beyond:
+            raise BaselineError(str(path), f"sample index {beyond[0]} outside the row's {spec.repeat} samples")
         if raw is not None and not _ended_by_interrupt(raw):
             rows[spec.id] = replace(raw, samples=tuple(found[i] for i in sorted(found)))
             continue

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.errors import BaselineError
+from fixtures_core.records.lock import holder
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.reports import describe, shipgate
 from fixtures_core.reports.comparison import text_lines
@@ -123,8 +124,12 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
     for name in ("run", "label", "started", "verdict", "baseline", "exit", "rows", "pass rate"):
         table.add_column(name, justify="right" if name in ("exit", "rows", "pass rate") else "left")
     for path in run_files:
-        if not path.exists():  # a run folder without run.json: killed, or stopped at once
-            table.add_row(path.parent.name, "", "", Text("incomplete", style="magenta"), "", "", "", "no run.json")
+        if not path.exists():  # a run folder without run.json: still running, or killed (stopped at once)
+            running = holder(path.parent)
+            if running is not None:
+                table.add_row(path.parent.name, "", "", Text("running", style="cyan"), "", "", "", f"pid {running}")
+            else:
+                table.add_row(path.parent.name, "", "", Text("incomplete", style="magenta"), "", "", "", "no run.json")
             continue
         try:
             run = load_run(path)

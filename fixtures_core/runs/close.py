@@ -85,7 +85,10 @@ def complete(
         run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
     if stop is not None:
         run = replace(run, stopped=stop.stopped)
-    record(run, options, step_summary_file(), recorder.store)
+    try:
+        record(run, options, step_summary_file(), recorder.store)
+    finally:
+        recorder.release()
     return run
 
 

@@ -4,6 +4,7 @@ alone: a resumed run's options, the state folder, what every sample shares."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from fixtures_core.analysis.baseline import check_tolerance
 from fixtures_core.errors import UsageError
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
+from fixtures_core.limits import MAX_REPEAT
 from fixtures_core.parsing.throughput import merge_limits, parse_budget, parse_limit
 from fixtures_core.records.resume import check_resumable, find_started
 from fixtures_core.records.store import Store
@@ -27,6 +29,7 @@ EXECUTION_OPTIONS = frozenset(
         "concurrency",
         "limits",
         "dask_address",
+        "row_subflows",
         "capture_limit",
         "html",
         "junit",
@@ -55,6 +58,7 @@ class RunOptions:
     budget: str | None = None  # a summed metric and its cap for the whole run: "cost_usd <= 5"
     resume: str | None = None  # the interrupted run this run continues
     dask_address: str | None = None  # run samples on this Dask scheduler ("local": a LocalCluster of processes)
+    row_subflows: bool = False  # each row a Prefect subflow run (the design card's shape), not a task run
     label: str | None = None
     engine: str = "prefect"
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
@@ -94,12 +98,18 @@ class RunOptions:
             raise UsageError(f"--out {self.out} is not a folder: give the state folder (default .assay)")
         if self.repeat is not None and self.repeat < 1:
             raise UsageError(f"--repeat must be a whole number >= 1, got {self.repeat}")
+        for flag, value in (("--repeat", self.repeat), ("--k", self.k)):
+            if value is not None and value > MAX_REPEAT:
+                shown = str(value) if value < 10**15 else f"{value:.3g}"
+                raise UsageError(f"{flag} must be at most {MAX_REPEAT:,} samples, got {shown}")
         if self.parallel is not None and self.parallel < 1:
             raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
         if self.concurrency is not None and self.concurrency < 1:
             raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
         self.run_limits()
         self.run_budget()
+        if self.row_subflows and self.engine != "prefect":
+            raise UsageError("--row-subflows shapes the Prefect flow run: not with --engine local")
         if self.dask_address is not None and self.engine != "prefect":
             raise UsageError("--dask-address runs samples on Dask workers through Prefect: not with --engine local")
         if self.k is not None and self.k < 1:
@@ -151,10 +161,63 @@ def resume_options(options: RunOptions) -> RunOptions:
     if conflicting:
         flags = ", ".join("PATH" if n == "paths" else "--" + n.replace("_", "-") for n in conflicting)
         raise UsageError(f"--resume {started.run_id} runs that run's own fixtures and options: drop {flags}")
-    fields = {f.name for f in dataclasses.fields(RunOptions)}
-    recorded = {k: v for k, v in started.options.items() if k in fields and k not in ("out", "resume")}
     mine = {name: getattr(options, name) for name in changed if name in EXECUTION_OPTIONS}
+    recorded = _recorded_options(started.run_id, started.options, store, set(mine))
     return RunOptions.from_mapping({**recorded, **mine, "out": options.out, "resume": started.run_id})
+
+
+_REPORT_OPTIONS = ("html", "junit", "summary", "frame")
+
+
+def _recorded_options(run_id: str, options: Mapping[str, object], store: Store, given: set[str]) -> dict[str, object]:
+    """A start record's options, checked as untrusted input: each of the right type, and report files
+    (unless given again) inside the project folder of the state folder. One UsageError otherwise."""
+    hints = typing.get_type_hints(RunOptions)
+    recorded: dict[str, object] = {}
+    for name, value in options.items():
+        if name not in hints or name in ("out", "resume"):
+            continue
+        if not _conforms(value, hints[name]):
+            raise UsageError(
+                f"--resume {run_id}: its start record holds {name}: {_short(value)}, which is not a valid value "
+                "(was it edited?); start a new run"
+            )
+        recorded[name] = value
+    project = store.root.resolve().parent
+    for name in _REPORT_OPTIONS:
+        target = recorded.get(name)
+        if name not in given and isinstance(target, str) and not Path(target).resolve().is_relative_to(project):
+            flag = "--" + name
+            raise UsageError(
+                f"--resume {run_id}: its start record writes {name} to {target}, outside {project}; "
+                f"give {flag} again to write it there"
+            )
+    return recorded
+
+
+def _conforms(value: object, hint: object) -> bool:
+    """Whether a JSON value fits a RunOptions field's type (``int | None``, ``tuple[str, ...]``, ...)."""
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    arguments = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list | tuple) and all(_conforms(item, arguments[0]) for item in value)
+    if arguments:  # a union
+        return any(_conforms(value, argument) for argument in arguments)
+    return False
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def settings_for(options: RunOptions, run_id: str) -> RunSettings:

@@ -9,9 +9,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from fixtures_core.errors import UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import Resumed, SamplePool
 from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
+from fixtures_core.records.lock import RunLock
 from fixtures_core.records.resume import write_started
 from fixtures_core.records.rundoc import utc_now
 from fixtures_core.records.shareable import shareable_row
@@ -38,8 +40,18 @@ class Recorder:
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
+        self._lock: RunLock | None = None
         if self.evidence_run is None:  # a re-judged run runs no sample: it has no evidence of its own
             self.store.prepare_evidence(self.run_id)
+            self._lock = RunLock(self.store.run_dir(self.run_id))
+            running = self._lock.acquire()
+            if running is not None:
+                raise UsageError(f"run {self.run_id} is still running (pid {running}): wait for it, or stop it")
+
+    def release(self) -> None:
+        """The run is closed: another process may resume it (its lock is let go)."""
+        if self._lock is not None:
+            self._lock.release()
 
     def on_row_start(self, row: RowSpec) -> None:
         if self.listener is None:

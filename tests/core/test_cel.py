@@ -246,3 +246,10 @@ def test_parse_json_refuses_nesting_beyond_the_stdout_limit() -> None:
         parse_json("[" * depth + "]" * depth)
     with pytest.raises(LimitExceeded):
         parse_json("[" * 100_000 + "]" * 100_000)  # past Python's recursion limit: still the same error
+
+
+def test_a_nul_byte_never_cuts_a_string_short() -> None:
+    """The engine reads C strings: without a stand-in, ``ok\\0 LEAKED`` would be ``ok`` to CEL."""
+    program = compile_expression('[stdout.contains("LEAKED"), stdout.size(), json.a.endsWith("b"), files["f"]]')
+    context = {"stdout": "ok\0 sk-LEAKED error", "json": {"a": "x\0b"}, "files": {"f": "1\0002"}}
+    assert program.evaluate(context).value == [True, 19, True, "1\u24002"]

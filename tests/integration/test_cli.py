@@ -154,3 +154,69 @@ def test_sigterm_cancels_samples_and_leaves_no_process_behind(tmp_path: Path) ->
     assert document["status"] == "ERR"
     assert "interrupted" in document["error"]
     assert processes_with(marker) == [], "a child process or temporary server outlived the run"
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [("true", 0), ("false", 1), ("exit 7", 1), ("sleep 5", 2)],
+    ids=["pass", "fail", "fail7", "err"],
+)
+def test_a_closed_stdout_keeps_the_verdicts_exit_code_and_says_so_in_one_line(
+    tmp_path: Path, command: str, code: int
+) -> None:
+    """`assay run X | true`: the reader is gone before the report; the exit code is still the verdict's."""
+    fixture = tmp_path / "one.md"
+    fixture.write_text(f"---\ntimeout: 1s\n---\n\n| Name | Command |\n|---|---|\n| row | `{command}` |\n")
+    read, write = os.pipe()
+    os.close(read)  # nobody will read the report
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.run", str(fixture), "--engine", "local", "--out", str(tmp_path / "s")],
+            cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=write, stderr=subprocess.PIPE,
+            text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    [document] = (tmp_path / "s" / "runs").glob("*/run.json")
+    assert done.returncode == code, done.stderr
+    assert done.stderr == f"assay: standard output was closed (broken pipe); the report is in {document}\n"
+    assert json.loads(document.read_text())["status"] == {0: "PASS", 1: "FAIL", 2: "ERR"}[code]
+
+
+def test_a_run_still_going_cannot_be_resumed_and_history_tells_it_from_a_killed_one(tmp_path: Path) -> None:
+    started, again = tmp_path / "started", tmp_path / "again"
+    fixture = tmp_path / "slow.md"
+    fixture.write_text(
+        f"| Name | Command |\n|---|---|\n| slow | `test -e {again} \\|\\| {{ touch {started}; sleep 60; }}` |\n"
+    )
+    state = str(tmp_path / "state")
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--engine", "local", "--out", state],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        for _ in range(3000):  # bounded wait for the sample to start (not a timing assertion)
+            if started.exists() or first.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                first.wait(timeout=0.02)
+        assert started.exists()
+        [run_id] = [folder.name for folder in (tmp_path / "state" / "runs").iterdir()]
+        refused = run_cli(["--resume", "latest", "--engine", "local", "--out", state], cwd=tmp_path)
+        assert refused.returncode == 2
+        assert refused.stderr == (
+            f"error: --resume {run_id}: the run is still running (pid {first.pid}); wait for it, or stop it first\n"
+        )
+        running = run_cli(["history", "--out", state], cwd=tmp_path, env={"COLUMNS": "200"})
+        assert (
+            f"│ {run_id} │" in running.stdout and "running" in running.stdout and f"pid {first.pid}" in running.stdout
+        )
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    killed = run_cli(["history", "--out", state], cwd=tmp_path, env={"COLUMNS": "200"})
+    assert "incomplete" in killed.stdout and "running" not in killed.stdout, killed.stdout
+    again.touch()
+    resumed = run_cli(["--resume", run_id, "--engine", "local", "--out", state], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -262,6 +262,60 @@ def _compare_malformed(folder: Path) -> list[str]:
     return ["compare", str(good), str(folder / "bad.json")]
 
 
+PLANTED_RUN = "20990101T000000.000Z-edited"
+
+
+def edited_state(edit: Callable[[Path, dict[str, object]], bytes | None]) -> Prepare:
+    """A killed run of a one-row fixture (started.json, an evidence folder, no run.json), its state
+    edited by ``edit(run folder, start record)`` (which may return the start record's new bytes),
+    then ``--resume`` of it on the local engine."""
+
+    def prepare(folder: Path) -> list[str]:
+        from fixtures_core.parsing.matrix import load_matrix
+        from fixtures_core.records.resume import write_started
+        from fixtures_core.records.store import Store
+
+        path = folder / "f.md"
+        path.write_text(table(OK_ROW))
+        store = Store(folder / ".assay")
+        store.prepare_evidence(PLANTED_RUN)
+        write_started(store, PLANTED_RUN, "2099-01-01T00:00:00Z", {"paths": [str(path)]}, load_matrix([str(path)]))
+        run = store.run_dir(PLANTED_RUN)
+        record = json.loads((run / "started.json").read_text())
+        raw = edit(run, record)
+        (run / "started.json").write_bytes(raw if raw is not None else json.dumps(record).encode())
+        return ["run", "--resume", PLANTED_RUN, "--engine", "local"]
+
+    return prepare
+
+
+def _option(name: str, value: object) -> Callable[[Path, dict[str, object]], bytes | None]:
+    return lambda _run, record: record["options"].update({name: value})  # type: ignore[attr-defined,func-returns-value]
+
+
+def _no_digests(_run: Path, record: dict[str, object]) -> None:
+    record["fixtures"] = {}
+
+
+def _fifo_evidence(run: Path, _record: dict[str, object]) -> None:
+    os.mkfifo(run / "evidence" / "0000-a.jsonl")
+
+
+def _symlinked_evidence(run: Path, _record: dict[str, object]) -> None:
+    (run.parent.parent / "elsewhere.jsonl").write_text("")
+    (run / "evidence" / "0000-a.jsonl").symlink_to(run.parent.parent / "elsewhere.jsonl")
+
+
+def _far_sample(run: Path, _record: dict[str, object]) -> None:
+    line = {"sample": {"index": 1_000_000, "status": "PASS", "duration_ms": 1.0, "exit_code": 0, "stdout": "",
+                       "stderr": "", "command": {"status": "pass"}}}  # fmt: skip
+    (run / "evidence" / "0000-a.jsonl").write_text(json.dumps(line) + "\n")
+
+
+def _not_utf8(_run: Path, _record: dict[str, object]) -> bytes:
+    return b'{"schema": "\xff\xfe"}'
+
+
 CASES: list[Case] = [
     # --- fixtures ---------------------------------------------------------------------------------
     Case(
@@ -540,6 +594,35 @@ CASES: list[Case] = [
     Case("--html a folder", args("run", "{ok}", "--engine", "local", "--html", "{dir}"), says="--html"),
     Case("report without a file to write", args("report", "latest"), says="give at least one of"),
     Case("rejudge a missing run", args("rejudge", "nope"), says="no such run file"),
+    # Issue 20: stored state is untrusted input.
+    Case(
+        "resume: html written outside",
+        edited_state(_option("html", "/tmp/../etc/evil.html")),
+        says="outside",
+        planted=True,
+    ),  # fmt: skip
+    Case("resume: repeat a word", edited_state(_option("repeat", "abc")), says="not a valid value", planted=True),
+    Case("resume: no fixture digests", edited_state(_no_digests), says="holds no digest", planted=True),
+    Case("resume: evidence a FIFO", edited_state(_fifo_evidence), says="not a regular file", planted=True),
+    Case("resume: evidence a symlink", edited_state(_symlinked_evidence), says="not a regular file", planted=True),
+    Case("resume: a sample index far out", edited_state(_far_sample), says="outside the row's 1", planted=True),
+    Case("resume: start record not UTF-8", edited_state(_not_utf8), says="start record", planted=True),
+    # Issue 20: bounds before allocation, NUL bytes, a progress interval that never comes.
+    Case("repeat 10^30", fixture(table(OK_ROW, front=f"repeat: {10**30}\n")), says="at most 100,000 samples"),
+    Case("--repeat 10^30", args("run", "{ok}", "--repeat", str(10**30), "--engine", "local"), says="--repeat"),
+    Case("--k 10^30", args("run", "{ok}", "--k", str(10**30), "--engine", "local"), says="--k must be at most"),
+    Case("--progress-interval inf", args("run", "{ok}", "--progress-interval", "inf"), says="--progress-interval"),
+    Case(
+        "a NUL byte templated into an argument",
+        fixture(table(" a | | ", front='exec: echo\nargs: ["{{.x}}"]\nx: "a\\0b"\n')),
+        runs=1,
+    ),
+    Case(
+        "a NUL byte in stdout hides nothing from CEL",
+        fixture(command("printf 'ok\\0 sk-LEAKED error'", cel='!stdout.contains("LEAKED")')),
+        code=1,
+        runs=1,
+    ),
 ]
 
 
@@ -565,6 +648,7 @@ def test_hostile_input(
     out, err = capfd.readouterr()
     assert code == case.code, out + err
     assert "Traceback" not in err and "Traceback" not in out
+    assert "internal error" not in out, "a fault of the input is said in its own words, never as a bug"
     lines = err.splitlines()
     if case.code == 2 and case.says is not None:
         expected = ["usage", "error"] if case.usage else ["error"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import server
+from flows import idle_stop, server
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
 
@@ -124,9 +124,11 @@ def test_readme_command_on_a_fresh_busy_machine_starts_and_reuses_a_local_server
             assert again.returncode == 1 and without_progress(again.stderr) == "", again.stderr
             assert server.find(home.resolve()) == local
         finally:
+            companion = int((home / idle_stop.PID_FILE).read_text())
             stopped = server.stop(home.resolve())
     assert stopped is not None and gone_soon(stopped.pid)
     assert not (home / server.PID_FILE).exists()
+    assert gone_soon(companion), "assay server stop stops the server's idle stop too"
 
 
 @pytest.mark.usefixtures("prefect_server")
@@ -241,3 +243,105 @@ def test_a_temporary_server_that_starts_too_slowly_is_one_line_and_stopped(tmp_p
     assert done.stderr.startswith("error: the temporary Prefect server did not start in time")
     assert len(done.stderr.splitlines()) == 1
     assert processes_with(marker) == [], "the temporary server outlived the failed run"
+
+
+def test_losing_the_server_mid_run_gives_a_report_a_run_document_and_an_exit_code_that_agree(
+    prefect_server: object, tmp_path: Path
+) -> None:
+    """The local server stops while a row runs: assay gives up on it within the row's budget, stops
+    the samples, and reports ERR everywhere (the row that finished keeps its PASS)."""
+    import sqlite3
+
+    from tests.integration.conftest import SESSION_HOME, WIDE
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with sqlite3.connect(SESSION_HOME / "prefect.db") as source, sqlite3.connect(home / "prefect.db") as copy:
+        source.backup(copy)  # a copy of the session server's database: no migrations to wait for
+    local = server.ensure_started(home.resolve(), server.free_port())
+    started = tmp_path / "started"
+    fixture = tmp_path / "long.md"
+    fixture.write_text(
+        "---\ntimeout: 900s\n---\n\n| Name | Command |\n|---|---|\n| quick | `true` |\n"
+        f"| long | `touch {started}; sleep 600` |\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), PREFECT_HOME=str(home), **WIDE)
+    env.pop("PREFECT_API_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state"), "--parallel", "1"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(3000):  # bounded wait for the long sample to start (not a timing assertion)
+            if started.exists() or process.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.02)
+        assert started.exists(), process.communicate(timeout=30)
+        assert server.stop(home.resolve()) is not None
+        stdout, stderr = process.communicate(timeout=120)  # far inside the row's 900 s budget
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        server.stop(home.resolve())
+    assert process.returncode == 2, stdout + stderr
+    [folder] = list((tmp_path / "state" / "runs").iterdir())
+    document = json.loads((folder / "run.json").read_text())
+    lost = f"lost the Prefect API at {local.api_url}: it refused every connection for "
+    assert document["status"] == "ERR" and document["error"].startswith(lost), document["error"]
+    rows = {row["name"]: row for row in document["fixtures"][0]["rows"]}
+    assert rows["quick"]["status"] == "PASS"
+    assert rows["long"]["status"] == "ERR" and rows["long"]["error"].startswith(lost)
+    assert "verdict: ERR · exit 2" in stdout and "ERR long" in stdout, stdout
+    assert "Traceback" not in stderr and "Error logging to API" not in stderr and "EventsWorker" not in stderr
+
+
+def test_an_unused_local_server_stops_itself_after_the_idle_time(
+    prefect_server: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ASSAY_SERVER_IDLE_MINUTES: the server assay started is stopped by its companion once unused."""
+    import sqlite3
+
+    from tests.integration.conftest import SESSION_HOME
+
+    home = (tmp_path / "home").resolve()
+    home.mkdir()
+    with sqlite3.connect(SESSION_HOME / "prefect.db") as source, sqlite3.connect(home / "prefect.db") as copy:
+        source.backup(copy)
+        # Other tests of the session leave deployments (which keep a server up for good) and may run flows.
+        copy.execute("DELETE FROM deployment")
+        copy.execute("UPDATE flow_run SET state_type = 'COMPLETED' WHERE state_type <> 'COMPLETED'")
+    monkeypatch.setenv("ASSAY_SERVER_IDLE_MINUTES", "0.05")  # 3 s
+    monkeypatch.delenv("ASSAY_TEST_MARK", raising=False)
+    try:
+        local = server.ensure_started(home, server.free_port())
+        companion = int((home / idle_stop.PID_FILE).read_text())
+        assert not idle_stop.in_use(local.api_url)
+        for _ in range(1200):  # bounded wait for the companion's stop (not a timing assertion)
+            if server.find(home) is None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run(["sleep", "0.1"], timeout=5)
+        assert server.find(home) is None, "the idle server was not stopped"
+        assert gone_soon(companion) and not (home / idle_stop.PID_FILE).exists()
+    finally:
+        server.stop(home)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("", 7200.0), ("0", None), ("1.5", 90.0)], ids=["default", "never", "minutes"]
+)
+def test_the_idle_time_is_read_in_minutes(value: str, seconds: float | None) -> None:
+    from flows.idle_stop import idle_seconds
+
+    assert idle_seconds({"ASSAY_SERVER_IDLE_MINUTES": value}) == seconds
+
+
+def test_a_bad_idle_time_is_one_line(tmp_path: Path) -> None:
+    from tests.integration.conftest import run_cli
+
+    done = run_cli(["server", "start"], cwd=tmp_path,
+                   env={"PREFECT_HOME": str(tmp_path / "h"), "ASSAY_SERVER_IDLE_MINUTES": "soon"})  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == "error: ASSAY_SERVER_IDLE_MINUTES='soon' is not a number of minutes (0 keeps servers up)\n"

@@ -29,7 +29,7 @@ from fixtures_core.execution import procfs
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.reports import terminal
 from fixtures_core.runs import close, plan
-from flows import server
+from flows import idle_stop, server
 from flows.run import main
 from tests.integration.conftest import REPO, SESSION_HOME
 from tests.processes import processes_with
@@ -310,8 +310,9 @@ def test_sigkill_leaves_the_local_prefect_server_it_started_running(
         assert started.exists(), process.communicate(timeout=30)
         local = server.find(home.resolve())
         assert local is not None and local.pid in processes_with(marker), "this run started the server"
+        companion = int((home.resolve() / idle_stop.PID_FILE).read_text())  # it stops the server once idle
         survivors = survivors_of_sigkill(process, marker)
-        assert [line for line in survivors if not line.startswith(f"{local.pid} ")] == []
+        assert [line for line in survivors if not line.startswith((f"{local.pid} ", f"{companion} "))] == []
         assert server.find(home.resolve()) == local and server.serves_home(local), "the local server was stopped"
     finally:
         if process.poll() is None:

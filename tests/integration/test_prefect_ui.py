@@ -20,6 +20,7 @@ from uuid import UUID
 
 import pytest
 from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.filters import FlowRunFilter
 
 from tests.integration.conftest import REPO, WIDE, run_cli
 from tests.integration.prefect_views import events_named, settled_view
@@ -228,3 +229,91 @@ def test_tags_belong_to_the_prefect_engine(tmp_path: Path) -> None:
     done = run_cli([str(fixture), "--engine", "local", "--tag", "team-a"], cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == "error: --tag tags the Prefect flow run: --engine local has none\n"
+
+
+def test_a_killed_run_is_marked_crashed_by_the_next_run_which_resumes_it(
+    tmp_path: Path, client: SyncPrefectClient
+) -> None:
+    """SIGKILL leaves its flow run Running (no heartbeats); the next assay run on this host marks it
+    Crashed, saying whose process is gone, and a --resume says that it resumes it."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect.client.schemas.filters import FlowRunFilterName
+
+    started, again = tmp_path / "started", tmp_path / "again"
+    fixture = tmp_path / "resumable.md"
+    fixture.write_text(
+        "| Name | Command |\n|---|---|\n| quick | `true` |\n"
+        f"| slow | `test -e {again} \\|\\| {{ touch {started}; sleep 60; }}` |\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("PREFECT_API_URL", None)
+    state = tmp_path / "state"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(state)],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(3000):  # bounded wait for the slow sample to start (not a timing assertion)
+            if started.exists() or process.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert started.exists()
+    finally:
+        process.kill()
+        process.wait()
+    [run_id] = [folder.name for folder in (state / "runs").iterdir()]
+    [killed] = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run_id])))
+    assert killed.state is not None and killed.state.type.value == "RUNNING"
+    assert killed.infrastructure_pid is not None and killed.infrastructure_pid.endswith(f":{process.pid}")
+
+    again.touch()
+    done = run_cli(["--resume", run_id, "--out", str(state)], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = client.read_flow_run(killed.id)
+    assert seen.state is not None and seen.state.type.value == "CRASHED"
+    assert seen.state.message == (
+        f"its process ({killed.infrastructure_pid}) is gone: killed, or lost; found by flow run {run_id!r}, "
+        "which resumes it"
+    )
+
+
+def test_row_subflows_give_each_row_a_flow_run_nested_under_the_matrix_and_the_same_verdict(
+    tmp_path: Path, client: SyncPrefectClient
+) -> None:
+    """--row-subflows: the design card's shape (a subflow per row holding its sample tasks, finalize
+    waiting on every row), with the answers of the default shape."""
+    from prefect.client.schemas.filters import FlowRunFilterParentFlowRunId
+
+    fixture = str(REPO / "examples" / "matrix.md")
+    done = run_cli([fixture, "--out", str(tmp_path / "state"), "--row-subflows", "--json", str(tmp_path / "r.json")],
+                   cwd=tmp_path, env=WIDE)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr == ""
+    parent = settled_view(client, flow_run_id(done.stdout), tasks=4 + 1)
+    assert parent.flow_run.state is not None and parent.flow_run.state.is_failed()
+    rows = client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.flow_run.id]))
+    )
+    by_name = {run.name: run for run in rows}
+    assert set(by_name) == {"API high", "CLI high", "API low", "API flaky"}
+    standing_for = {task.id for name, task in parent.tasks.items() if name != "finalize"}
+    assert {run.parent_task_run_id for run in rows} == standing_for, "each row's flow run hangs under the matrix"
+    for name, expected in (("API high", "Completed"), ("CLI high", "Failed"), ("API low", "Failed")):
+        row = settled_view(client, by_name[name].id, tasks=5)
+        assert row.flow_run.state is not None and row.flow_run.state.name == expected, name
+        assert row.flow_run.empirical_policy.retries == 0
+        assert sorted(row.tasks) == [f"{name} #{i}" for i in range(5)]
+    assert by_name["CLI high"].state is not None
+    assert (by_name["CLI high"].state.message or "").endswith("exceeds the allowed 25%")
+    waited = {i.id for i in parent.task("finalize").task_inputs.get("wait_for", [])}
+    assert waited == standing_for
+
+    default = run_cli([fixture, "--out", str(tmp_path / "state"), "--json", str(tmp_path / "d.json")], cwd=tmp_path)
+    statuses = [
+        {row["name"]: row["status"] for row in json.loads((tmp_path / f).read_text())["fixtures"][0]["rows"]}
+        for f in ("r.json", "d.json")
+    ]
+    assert default.returncode == done.returncode and statuses[0] == statuses[1]

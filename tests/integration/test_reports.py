@@ -145,7 +145,9 @@ def test_report_and_show_read_a_saved_run_and_say_the_same(tmp_path: Path) -> No
     [
         (["--frame", "out.json"], "error: --frame out.json: the file name must end in .csv or .parquet"),
         (["--html", "."], "error: --html . is a folder: give a file path"),
-        (["--progress-interval", "0"], "error: --progress-interval must be > 0 seconds, got 0"),
+        (["--progress-interval", "0"], "error: --progress-interval must be > 0 and at most 86400 seconds, got 0"),
+        (["--progress-interval", "inf"], "error: --progress-interval must be > 0 and at most 86400 seconds, got inf"),
+        (["--progress-interval", "nan"], "error: --progress-interval must be > 0 and at most 86400 seconds, got nan"),
     ],
 )
 def test_bad_report_options_are_usage_errors_before_anything_runs(

@@ -469,3 +469,17 @@ def test_a_sample_that_never_ran_checks_nothing_and_says_why(status: str, comman
     assert sample.assertions is not None and sample.assertions.status == "not_evaluated"
     assert sample.metrics == {"tokens": MetricValue("not_evaluated")}
     assert (sample.exit_code, sample.duration_ms, sample.stdout, sample.stderr) == (None, 0.0, "", "")
+
+
+def test_read_files_holds_at_most_its_total_and_says_what_it_left_out(tmp_path: Path) -> None:
+    """One 1 MiB file and 99 hard links to it: ``files`` would hold 100 MiB without a total."""
+    original = tmp_path / "big.txt"
+    original.write_bytes(b"x" * 1024 * 1024)
+    for number in range(99):
+        os.link(original, tmp_path / f"link-{number:02}.txt")
+    found = read_files(str(tmp_path), total=10 * 1024 * 1024)
+    assert len(found.texts) == 10 and sum(len(text) for text in found.texts.values()) == 10 * 1024 * 1024
+    assert found.left_out == 90
+    assert found.error == (
+        "files: the sample's files hold more than 10 MiB in all; 90 file(s) left out, so files is incomplete"
+    )

@@ -34,6 +34,18 @@ def test_read_repeat_rejects_everything_else_with_file_line_and_field(value: obj
     assert str(caught.value) == f"suite.md:12: Repeat: must be a whole number >= 1, got {value!r}"
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(100_001, "100001"), (10**30, str(10**30)), ("9" * 4000, "'" + "9" * 36 + "...")],
+    ids=["just-over", "10^30", "4000-digits"],
+)
+def test_read_repeat_is_bounded_before_anything_is_allocated(value: object, shown: str) -> None:
+    assert read_repeat(100_000, AT) == 100_000
+    with pytest.raises(FixtureError) as caught:
+        read_repeat(value, AT, "Repeat")
+    assert str(caught.value) == f"suite.md:12: Repeat: must be at most 100,000 samples, got {shown}"
+
+
 @pytest.mark.parametrize(("value", "expected"), [(0, 0), (-1, -1), ("2", 2), ("-9", -9), (255, 255)])
 def test_read_exit_code(value: object, expected: int) -> None:
     assert read_exit_code(value, AT) == expected

@@ -47,7 +47,9 @@ def recorded(
 @pytest.fixture
 def matrix(tmp_path: Path) -> Matrix:
     fixture = tmp_path / "f.md"
-    fixture.write_text("| Name | Command |\n|---|---|\n| a | `true` |\n| b | `true` |\n| c | `true` |\n")
+    fixture.write_text(
+        "---\nrepeat: 3\n---\n\n| Name | Command |\n|---|---|\n| a | `true` |\n| b | `true` |\n| c | `true` |\n"
+    )
     return load_matrix([str(fixture)])
 
 

@@ -16,6 +16,8 @@ from fixtures_core.runs.plan import plan
     [
         ({"repeat": 0}, "--repeat must be a whole number >= 1, got 0"),
         ({"repeat": -1}, "--repeat must be a whole number >= 1, got -1"),
+        ({"repeat": 10**30}, "--repeat must be at most 100,000 samples, got 1e+30"),
+        ({"k": 100_001}, "--k must be at most 100,000 samples, got 100001"),
         ({"parallel": 0}, "--parallel must be >= 1, got 0"),
         ({"engine": "dask"}, "--engine must be prefect or local, got 'dask'"),
     ],

@@ -1,0 +1,73 @@
+"""Who is running a run: an exclusive ``flock`` on ``running.lock`` in its folder.
+
+The kernel drops the lock when its holder dies, SIGKILL included, so a lock
+that is held always means a live process: ``--resume`` refuses that run
+("still running, pid N") instead of running its samples twice, and
+``history`` tells a running run from a killed one. The file keeps the
+holder's pid for those messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import IO
+
+LOCK_FILE = "running.lock"
+
+
+class RunLock:
+    """The lock of one run folder, held by this process from ``acquire`` until ``release`` (or its exit)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LOCK_FILE
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> int | None:
+        """Take the lock; None when taken, else the pid of the live process that holds it."""
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run's life
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return _pid_in(self.path) or -1
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+        return None
+
+    def release(self) -> None:
+        """Let go of the lock (the run closed)."""
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
+def holder(folder: Path) -> int | None:
+    """The pid of the live process running the run in ``folder``, or None when nobody runs it."""
+    path = folder / LOCK_FILE
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _pid_in(path) or -1
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
+
+def _pid_in(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None

@@ -1,0 +1,148 @@
+"""Stops a local Prefect server nobody has used for a while (``ASSAY_SERVER_IDLE_MINUTES``, default 120).
+
+Every Prefect home gets its own background server, which otherwise runs
+for good (about 250 MB each): a CI job or a test suite with a fresh home
+per run would leave one behind every time. When assay starts a home's
+server it also starts this small companion (standard library only, about
+10 MB), detached like the server. Every ``assay run`` on the server stamps
+the home (``assay-last-used``); the companion stops the server once the
+stamp is older than the idle time, no flow run is pending or running, and
+the server has no deployments (a home that serves schedules or workers is
+infrastructure, never idle). It exits when the server is gone, however it
+went. ``ASSAY_SERVER_IDLE_MINUTES=0`` keeps servers up for good.
+
+    python -m flows.idle_stop HOME SECONDS
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from fixtures_core.errors import AssayError
+from fixtures_core.execution import procfs
+
+IDLE_VARIABLE = "ASSAY_SERVER_IDLE_MINUTES"
+DEFAULT_IDLE_MINUTES = 120.0
+STAMP = "assay-last-used"
+PID_FILE = "assay-idle-stop.pid"
+_LIVE_STATES = ["PENDING", "RUNNING", "CANCELLING", "PAUSED"]
+
+
+def idle_seconds(environ: dict[str, str] | None = None) -> float | None:
+    """How long a server may sit unused (None: for good), from ``ASSAY_SERVER_IDLE_MINUTES``."""
+    value = (environ if environ is not None else dict(os.environ)).get(IDLE_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_IDLE_MINUTES * 60
+    try:
+        minutes = float(value)
+    except ValueError:
+        raise AssayError(f"{IDLE_VARIABLE}={value!r} is not a number of minutes (0 keeps servers up)") from None
+    if not minutes >= 0 or minutes == float("inf"):
+        raise AssayError(f"{IDLE_VARIABLE}={value!r} is not a number of minutes (0 keeps servers up)")
+    return None if minutes == 0 else minutes * 60
+
+
+def stamp_used(home: Path) -> None:
+    """Record that a run used this home's server now."""
+    with contextlib.suppress(OSError):  # a read-only home only loses the idle stop's information
+        (home / STAMP).touch()
+
+
+def start_companion(home: Path, environ: dict[str, str] | None = None) -> int | None:
+    """Start the idle stop of this home's server unless one runs or servers stay up; its pid."""
+    after = idle_seconds(environ)
+    if after is None or _companion(home) is not None:
+        return None
+    stamp_used(home)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.idle_stop", str(home), repr(after)],
+        cwd=Path(__file__).resolve().parents[1],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # like the server: outlives the run, never gets its terminal's Ctrl-C
+    )
+    (home / PID_FILE).write_text(str(process.pid))
+    return process.pid
+
+
+def stop_companion(home: Path) -> None:
+    """Stop this home's idle stop (the server is being stopped another way)."""
+    pid = _companion(home)
+    if pid is not None and pid != os.getpid():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+        (home / PID_FILE).unlink(missing_ok=True)
+
+
+def _companion(home: Path) -> int | None:
+    """The pid of a live idle stop of this home, if any."""
+    try:
+        pid = int((home / PID_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if procfs.alive(pid) and b"flows.idle_stop" in command else None
+
+
+def _post_count(api_url: str, path: str, body: dict[str, object]) -> int | None:
+    request = urllib.request.Request(
+        f"{api_url}/{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - this home's own server
+            return int(json.loads(answer.read()))
+    except (OSError, ValueError, urllib.error.URLError):
+        return None  # busy or going: not known to be idle
+
+
+def in_use(api_url: str) -> bool:
+    """True unless the server answers that it has no deployments and no live flow runs."""
+    deployments = _post_count(api_url, "deployments/count", {})
+    live = _post_count(api_url, "flow_runs/count", {"flow_runs": {"state": {"type": {"any_": _LIVE_STATES}}}})
+    return deployments is None or live is None or deployments > 0 or live > 0
+
+
+def watch(home: Path, after: float) -> None:
+    """Stop the home's server once it has been unused for ``after`` seconds; return when it is gone."""
+    from flows.server import find, stop
+
+    every = max(1.0, min(60.0, after / 3))
+    while True:
+        time.sleep(every)
+        server = find(home)
+        if server is None:
+            return
+        try:
+            unused = time.time() - (home / STAMP).stat().st_mtime
+        except OSError:
+            unused = after
+        if unused >= after and not in_use(server.api_url):
+            stop(home)
+            return
+
+
+def main(argv: list[str]) -> int:
+    home, after = Path(argv[0]), float(argv[1])
+    try:
+        watch(home, after)
+    finally:
+        if _companion(home) == os.getpid():
+            (home / PID_FILE).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
