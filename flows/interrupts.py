@@ -9,7 +9,9 @@ The phases of a command, and what a signal does in each:
 * **while the run is open** (samples, finalize): the first signal stops
   every sample gracefully (SIGTERM, a short grace, SIGKILL) and the run
   closes as ERR "interrupted"; a second one kills every sample at once and
-  ends the command (``Interrupted``), still exit 2.
+  ends the command (``Interrupted``), still exit 2, the run closed from its
+  evidence. Once the rows are done (``Containment.closing``) a second one
+  kills what still runs (a judge) and lets the run's document be written.
 * **after the run was recorded** (the report): the run is recorded again as
   ERR "interrupted" and the command exits 2.
 * **exiting** (after ``main`` returned, in interpreter shutdown): exit 2 at once.
@@ -25,7 +27,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +91,9 @@ def guard_start_up() -> None:
 class InterruptGuard:
     """The signal handlers of one command; ``running`` marks the span in which a run is open."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_exit: Callable[[str], str] | None = None) -> None:
         self.received: list[str] = []
+        self._on_exit = on_exit  # after the command returned: records what must be, gives the one line
         self._containment: Containment | None = None
         self._phase = "before"
         self._previous: dict[int, Any] = {}
@@ -133,7 +136,10 @@ class InterruptGuard:
         name = signal.Signals(signum).name
         self.received.append(name)
         if self._exiting:
-            exit_now()
+            line = None
+            with contextlib.suppress(Exception):
+                line = self._on_exit(name) if self._on_exit is not None else None
+            exit_now(line or f"error: interrupted by {name} while exiting")
         containment = self._containment
         if containment is None:
             raise Interrupted(name, self._phase)
@@ -143,4 +149,6 @@ class InterruptGuard:
             return
         containment.cancel(at_once=True)
         self.stopped_at_once = True
+        if containment.closing.is_set():  # the rows are done: let the run's document be written
+            return
         raise Interrupted(name, "running")

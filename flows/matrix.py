@@ -64,15 +64,14 @@ from prefect.utilities.urls import url_for  # noqa: E402
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
-from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample, unfinished_row  # noqa: E402
+from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
 from fixtures_core.execution.slots import limit_keys  # noqa: E402
-from fixtures_core.records.resume import resumed_rows  # noqa: E402
 from fixtures_core.records.rundoc import RunResult, load_run  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.runs.close import RunStop, complete, record, run_stop  # noqa: E402
+from fixtures_core.runs.close import RunStop, complete, complete_from_evidence, record, run_stop  # noqa: E402
 from fixtures_core.runs.options import RunOptions, settings_for, store_for  # noqa: E402
 from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
@@ -419,6 +418,7 @@ def _run_matrix(launch: Launch) -> RunResult:
                 raise
             rows = _row_results(futures, order, live.board)
             stop = run_stop(live.containment, samples, rows)
+        live.containment.closing.set()
         # wait_for: the UI draws finalize after every row; allow_failure, as a FAIL row is still done.
         return finalize_task(
             opaque(recorder), opaque(options), opaque(rows), opaque(stop), opaque(planned.baseline),
@@ -581,10 +581,17 @@ def run_with_prefect(
     # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
     # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
     # who joins it later (an in-process caller after a second interrupt) would not wait for it.
-    while not finished.wait(timeout=0.2):
-        lost = watch.lost() if watch is not None else None
-        if lost is not None:
-            return _closed_without_api(launch, lost)
+    try:
+        while not finished.wait(timeout=0.2):
+            lost = watch.lost() if watch is not None else None
+            if lost is not None:
+                return _closed_without_api(launch, lost)
+    except BaseException:
+        # A second interrupt stopped every sample at once: the flow closes the run within moments;
+        # if it cannot (its API is slow or gone), the run is closed here, so that it has its run.json.
+        if not finished.wait(timeout=_CLOSE_GRACE_S):
+            _close_here(launch, RunStop("cancelled", "interrupted: every sample was killed at once"))
+        raise
     if "error" in outcome:
         raise api_failure(outcome["error"], backend) or outcome["error"]
     return cast(RunResult, outcome["run"])
@@ -600,22 +607,29 @@ def _closed_without_api(launch: Launch, lost: str) -> RunResult:
     if live is None or live.recorder is None:  # the flow never opened the run: nothing ran
         raise ServerError(f"{lost}; nothing ran: check it (`assay server status`) and run again")
     live.containment.cancel()
-    options, planned = launch.options, launch.plan
-    store = store_for(options)
+    store = store_for(launch.options)
     written = store.run_file(launch.run_id)
     if written.is_file():  # finalize wrote the run before the API went: its verdict, marked as not delivered
         run = load_run(written)
         was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
         marked = replace(run, status="ERR", error=f"{lost}, after the run closed{was}", stopped="crashed")
-        record(marked, options, store=store)
+        record(marked, launch.options, store=store)
         return marked
-    found = resumed_rows(store, launch.run_id, planned.matrix)
-    reason = f"{lost}; the row did not finish"
-    rows = [
-        found.rows.get(spec.id) or unfinished_row(spec, found.samples.get(spec.id, ()), reason)
-        for spec in baselines_first(planned.matrix.rows)
-    ]
-    return complete(live.recorder, options, rows, RunStop("crashed", lost), planned.baseline, live.containment)
+    closed = _close_here(launch, RunStop("crashed", lost))
+    if closed is None:  # the flow closed it meanwhile
+        return load_run(written)
+    return closed
+
+
+def _close_here(launch: Launch, stop: RunStop) -> RunResult | None:
+    """The run closed by this thread from its evidence (its flow cannot close it); None when the
+    flow never opened it, or already wrote its document."""
+    live = _live_here(launch.run_id)
+    if live is None or live.recorder is None or store_for(launch.options).run_file(launch.run_id).is_file():
+        return None
+    planned = launch.plan
+    order = baselines_first(planned.matrix.rows)
+    return complete_from_evidence(live.recorder, launch.options, order, stop, planned.baseline, live.containment)
 
 
 def _flow_run_link(state: State[Any], backend: Backend) -> str | None:
@@ -628,6 +642,7 @@ def _flow_run_link(state: State[Any], backend: Backend) -> str | None:
 
 
 _API_LOST = threading.Event()  # a run of this process closed without its Prefect API
+_CLOSE_GRACE_S = 10.0  # after a second interrupt: how long the flow gets to write its run document
 
 _TEMPORARY_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
 

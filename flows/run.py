@@ -27,7 +27,7 @@ from rich.console import Console
 
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
-from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.containment import Containment, leave_quietly
 from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
@@ -194,6 +194,7 @@ def run_command(
         raise UsageError("--dask-address needs prefect-dask and distributed: pip install 'assay[dask]'")
     links: list[str] = []
     run = execute_run(options, progress, progress_interval, tuple(tags or ()), announce=links.append)
+    _closing[:] = [(run, options)]
     guard = _guard()
     try:
         if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
@@ -206,7 +207,7 @@ def run_command(
         if bless and not guard.interrupted:
             _bless_if_passed(run, out_dir)
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
-        _recorded_as_interrupted(run, options, interrupt.signal_name)
+        _closing[:] = [(_recorded_as_interrupted(run, options, interrupt.signal_name), options)]
         raise
     raise Exit(2 if guard.interrupted else run.verdict.exit_code)
 
@@ -296,6 +297,28 @@ def _write_json_copy(path: Path, run: RunResult) -> None:
         write_json_atomic(path, to_document(run))
     except OSError as exc:
         raise AssayError(f"--json {path}: cannot write the run document: {exc.strerror or exc}") from None
+
+
+# The run this command recorded (and its options), from its report until the process exits: a
+# signal in that span records it again as ERR, so that run.json and the exit code (2) agree.
+_closing: list[tuple[RunResult, RunOptions]] = []
+
+
+def _ended_by(interrupt: Interrupted) -> int:
+    """One line for an interrupt that ended the command; a run it had recorded is recorded again as
+    ERR (the signal came after its report began: the exit code is 2, and so is run.json's answer)."""
+    if _closing:
+        _recorded_as_interrupted(*_closing[0], interrupt.signal_name)
+    err.print(f"error: {interrupt.message}")
+    return 2
+
+
+def _interrupted_while_exiting(signal_name: str) -> str:
+    """The line for a signal after the command returned; its run, if any, is recorded again as ERR."""
+    if not _closing:
+        return f"error: interrupted by {signal_name} while exiting"
+    _recorded_as_interrupted(*_closing[0], signal_name)
+    return f"error: interrupted by {signal_name} while exiting; the run is recorded as ERR"
 
 
 def _recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: str) -> RunResult:
@@ -484,11 +507,15 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
     after this) keeps them so that a signal during shutdown still exits 2.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    guard = InterruptGuard()
+    guard = InterruptGuard(on_exit=_interrupted_while_exiting)
     guard.install()
     _guards.append(guard)
+    _closing.clear()
     try:
-        code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
+        try:
+            code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
+        except Interrupted as interrupt:  # raised past every handler of the command: after its report
+            code = _ended_by(interrupt)
         if guard.interrupted:
             code = 2
         if last and guard.stopped_at_once:
@@ -521,8 +548,7 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
     except Exit as done:
         return done.code
     except Interrupted as interrupt:
-        err.print(f"error: {interrupt.message}")
-        return 2
+        return _ended_by(interrupt)
     except ValidationFailed as exc:
         for error in exc.errors:
             err.print(f"error: {error}")
@@ -592,15 +618,17 @@ def cli() -> None:
 
 
 def leave(code: int) -> None:
-    """Exit with ``code``; after a Prefect run whose logs and events are delivered, skip the
-    interpreter's slow shutdown (nothing is left to write: the run document is on disk).
+    """Exit with ``code`` without the interpreter's shutdown once Prefect's logs and events are
+    delivered: nothing is left to write (the run document is on disk), and during shutdown Python
+    gives the signals back to their defaults, so a Ctrl-C there would end the process by the signal.
 
     A signal from here on exits 2 at once (``main(last=True)`` left its guard in place).
     """
     matrix = sys.modules.get("flows.matrix")
-    if matrix is not None and matrix.deliver_before_exit():
+    if matrix is None or matrix.deliver_before_exit():
+        leave_quietly()
         exit_now(code=code)
-    sys.exit(code)
+    sys.exit(code)  # a temporary Prefect server of this process: Prefect's exit hook stops it
 
 
 if __name__ == "__main__":

@@ -87,6 +87,9 @@ class Containment:
         self.grace_s: float = grace_s
         self.cancelled: threading.Event = threading.Event()
         self.stopped_at_once: threading.Event = threading.Event()
+        # Set once every row is done and the run's document is being written: an interrupt then kills
+        # what still runs (a judge) but must not cut the writing short.
+        self.closing: threading.Event = threading.Event()
         self.token: str = secrets.token_hex(6)
         self._lock = threading.RLock()  # RLock: cancel() may run in a signal handler on a thread holding it
         self._live: dict[int, ContainedSample] = {}
@@ -100,6 +103,7 @@ class Containment:
             self.grace_s, self.token, self._opened = parent.grace_s, parent.token, True
             self.cancelled = _Cancellation(parent.cancelled)
             self.stopped_at_once = parent.stopped_at_once  # only the whole run is ever stopped at once
+            self.closing = parent.closing
             return
         # Started now, not with the first sample: it must see assay's other children (the
         # temporary Prefect server) before assay could die, and its start-up is paid early.
@@ -552,6 +556,13 @@ class _Spawner:
 
 
 _spawner = _Spawner()
+
+
+def leave_quietly() -> None:
+    """This process is about to exit normally (without interpreter shutdown): its watchdog leaves quietly."""
+    watchdog = _Watchdog._instance
+    if watchdog is not None:
+        watchdog.goodbye()
 
 
 class _Watchdog:

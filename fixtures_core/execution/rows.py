@@ -374,10 +374,12 @@ def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
     return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}", "crashed")
 
 
-def unfinished_row(row: RowSpec, samples: tuple[SampleResult, ...], reason: str) -> RowResult:
-    """An ERR result for a row its run could not finish (its orchestration was lost), with the samples
-    that did finish: ``--resume`` runs it again."""
-    return _result(row, samples, "ERR", reason, "crashed")
+def unfinished_row(
+    row: RowSpec, samples: tuple[SampleResult, ...], reason: str, stopped: Stop = "crashed"
+) -> RowResult:
+    """An ERR result for a row its run could not finish (stopped at once, or its orchestration was
+    lost), with the samples that did finish: ``--resume`` runs it again."""
+    return _result(row, samples, "ERR", reason, stopped)
 
 
 def _result(

@@ -12,6 +12,8 @@ from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.errors import BaselineError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import SamplePool
+from fixtures_core.execution.rows import unfinished_row
+from fixtures_core.records.resume import resumed_rows
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, utc_now
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import step_summary_file
@@ -20,6 +22,7 @@ from fixtures_core.runs.ab import JudgingDirs, judge_run, run_status, suite_outc
 from fixtures_core.runs.options import DEFAULT_PARALLEL, RunOptions, store_for
 from fixtures_core.runs.plan import Baseline
 from fixtures_core.runs.recorder import Recorder
+from fixtures_core.spec import RowSpec
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,24 @@ def complete(
     finally:
         recorder.release()
     return run
+
+
+def complete_from_evidence(
+    recorder: Recorder,
+    options: RunOptions,
+    order: Sequence[RowSpec],
+    stop: RunStop,
+    baseline: Baseline | None = None,
+    containment: Containment | None = None,
+) -> RunResult:
+    """Close a run whose rows' results are lost (an interrupt that stopped everything at once, a lost
+    Prefect API) from what its evidence holds: finished rows as they ended, the others ERR with their
+    finished samples (``--resume`` runs them again)."""
+    found = resumed_rows(recorder.store, recorder.run_id, recorder.matrix)
+    reason = f"{stop.error}; the row did not finish"
+    rows = [found.rows.get(spec.id) or unfinished_row(spec, found.samples.get(spec.id, ()), reason, stop.stopped)
+            for spec in order]  # fmt: skip
+    return complete(recorder, options, rows, stop, baseline, containment)
 
 
 def record(run: RunResult, options: RunOptions, step_summary: str | None = None, store: Store | None = None) -> None:

@@ -14,7 +14,7 @@ from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult
-from fixtures_core.runs.close import complete, run_stop
+from fixtures_core.runs.close import RunStop, complete, complete_from_evidence, run_stop
 from fixtures_core.runs.options import RunOptions, settings_for
 from fixtures_core.runs.plan import Plan, pool_for, rows_at_once
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row
@@ -27,10 +27,18 @@ def run_locally(
     """Run a planned matrix on threads and close the run."""
     recorder = open_run(options, run_id, planned, listener)
     with pool_for(options, planned, planned.matrix.rows) as pool:
-        rows = run_rows_locally(
-            recorder, settings_for(options, run_id), containment, rows_at_once(options, planned.matrix), pool
-        )
+        try:
+            rows = run_rows_locally(
+                recorder, settings_for(options, run_id), containment, rows_at_once(options, planned.matrix), pool
+            )
+        except BaseException:
+            # A second interrupt, raised here while the rows' threads ran: they have ended (every sample
+            # was killed at once); their results are in the evidence. The run still gets its run.json.
+            stopped = RunStop("cancelled", "interrupted: every sample was killed at once")
+            complete_from_evidence(recorder, options, planned.matrix.rows, stopped, planned.baseline, containment)
+            raise
         stop = run_stop(containment, pool, rows)
+    containment.closing.set()
     return complete(recorder, options, rows, stop, planned.baseline, containment)
 
 

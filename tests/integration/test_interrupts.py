@@ -248,6 +248,8 @@ def test_a_second_sigint_to_a_running_assay_exits_2_at_once(engine: str, tmp_pat
     assert lines[0] == "assay: SIGINT: stopping samples (again to stop at once)"
     assert lines[1:] == ["error: interrupted by SIGINT again: every sample was killed at once"]
     assert processes_with(marker) == []
+    document = only_run(tmp_path / "state")  # closed from its evidence: the run folder has its run.json
+    assert document["status"] == "ERR" and document["stopped"] == "cancelled", document["error"]
 
 
 @pytest.mark.parametrize("engine", ENGINES, indirect=True)
@@ -374,3 +376,23 @@ def test_concurrent_runs_in_one_state_folder_each_keep_their_run(tmp_path: Path,
     assert load_run(tmp_path / "state" / "latest.json").run_id in {run.run_id for run in runs}
     assert main(["history", "--out", str(tmp_path / "state")]) == 0
     assert processes_with(marker) == []
+
+
+def test_a_signal_just_after_the_verdict_line_still_records_the_run_as_err_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The report is printed; the signal comes as the command hands back its exit code, past every
+    handler of the command: one line, no traceback, exit 2, and run.json says ERR too."""
+    import flows.run as cli
+
+    fixture = tmp_path / "f.md"
+    fixture.write_text(block("true"))
+    signal_self_first(monkeypatch, cli.Exit, "__init__", signal.SIGTERM)
+    code = main(["run", str(fixture), "--engine", "local", "--out", str(tmp_path / "state")])
+    out, err = capfd.readouterr()
+    assert code == 2
+    assert "verdict: PASS · exit 0" in out  # the report was printed first
+    assert error_lines(err) == ["error: interrupted by SIGTERM while reporting; the run is recorded as ERR"]
+    document = only_run(tmp_path / "state")
+    assert document["status"] == "ERR"
+    assert document["error"] == "interrupted by SIGTERM while the run closed (it was PASS)"
