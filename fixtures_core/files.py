@@ -14,6 +14,7 @@ these live in the vocabulary, where each of them can import them.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -64,18 +65,55 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     try:
         write(tmp)
         os.replace(tmp, path)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming the file it is about (a full disk's "No space left on device" names none)."""
+    if exc.filename is not None and exc.errno is not None:
+        return exc
+    return OSError(exc.errno or 0, exc.strerror or str(exc), str(path))
+
+
+def repair_torn_tail(path: Path) -> bool:
+    """Cut a last line that a crash or a full disk left without its newline (before appending to the
+    file again, which would glue the next line onto it); True when something was cut."""
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return False
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return False
+        start = max(0, size - 1024 * 1024)
+        while True:
+            handle.seek(start)
+            chunk = handle.read(size - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                handle.truncate(start + cut + 1)
+                return True
+            if start == 0:
+                handle.truncate(0)
+                return True
+            start = max(0, start - 1024 * 1024)
 
 
 def append_json_line(path: Path, document: object) -> None:
     """Append one compact JSON line with a single write: a crash leaves whole lines and at most
     one torn last line, which readers skip. A short write (a full disk) raises OSError."""
     data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        written = os.write(descriptor, data)
-    finally:
-        os.close(descriptor)
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     if written != len(data):
-        raise OSError(f"{path}: wrote {written} of {len(data)} bytes of an evidence line (is the disk full?)")
+        raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes of an evidence line (is the disk full?)",
+                      str(path))  # fmt: skip

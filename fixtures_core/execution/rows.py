@@ -371,6 +371,8 @@ class _RowRun:
 def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
     """An ERR result for a row whose execution raised (a bug, an I/O or orchestration
     failure): the run goes on and reports it, instead of losing every other row."""
+    if isinstance(exc, OSError) and exc.filename is not None:  # a full disk, a folder gone: not a bug
+        return _result(row, (), "ERR", f"{exc.filename}: {exc.strerror or exc}", "crashed")
     return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}", "crashed")
 
 

@@ -84,10 +84,29 @@ def copy_workspace(source: Path, target: Path, deadline: float, containment: Con
         shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     except (OSError, shutil.Error) as exc:
         raise WorkspaceError(f"cannot copy workspace {source}: {exc}") from None
+    _refuse_links_out(source, target)
     workspace = Workspace(target, deadline, containment)
     workspace.git("init", "-q")
     workspace.start = workspace.commit("assay: starting state")
     return workspace
+
+
+def _refuse_links_out(source: Path, copy: Path) -> None:
+    """WorkspaceError for a symlink of the copy that leads outside it: an arm writing through it would
+    change a folder every attempt shares, unseen by the diff and by ``forbidden_files``."""
+    root = copy.resolve()
+    for folder, names, files in os.walk(copy):
+        for name in [*names, *files]:
+            link = Path(folder) / name
+            if not link.is_symlink():
+                continue
+            lands = (link.parent / os.readlink(link)).resolve()
+            if lands != root and not lands.is_relative_to(root):
+                shown = link.relative_to(copy)
+                raise WorkspaceError(
+                    f"workspace {source}: symlink {shown} leads outside the workspace (to {lands}): every attempt "
+                    "would write through it into one shared place, unseen by the diff; make it a copy or a link inside"
+                )
 
 
 def capture(workspace: Workspace) -> Changes:

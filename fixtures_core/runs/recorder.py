@@ -13,6 +13,7 @@ from fixtures_core.errors import UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import Resumed, SamplePool
 from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
+from fixtures_core.files import repair_torn_tail
 from fixtures_core.records.lock import RunLock
 from fixtures_core.records.resume import write_started
 from fixtures_core.records.rundoc import utc_now
@@ -47,6 +48,11 @@ class Recorder:
             running = self._lock.acquire()
             if running is not None:
                 raise UsageError(f"run {self.run_id} is still running (pid {running}): wait for it, or stop it")
+            if self.resumed is not None:  # a line torn by the crash (a full disk) would swallow the next one
+                for index, row in enumerate(self.matrix.rows):
+                    path = self.store.evidence_file(self.run_id, index, row.name)
+                    if path.is_file():
+                        repair_torn_tail(path)
 
     def release(self) -> None:
         """The run is closed: another process may resume it (its lock is let go)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -12,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.files import MAX_SLUG, append_json_line, slug, write_atomic, write_json_atomic, write_text_atomic
+from fixtures_core.files import (
+    MAX_SLUG,
+    append_json_line,
+    repair_torn_tail,
+    slug,
+    write_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 
 def test_a_safe_short_name_is_its_own_slug() -> None:
@@ -107,3 +116,23 @@ except OSError as exc:
 
     assert done.returncode == 1  # {"sample":"x...x"}\n: 1 + 8 + 1 + 42 + 1 + 1 = 54 bytes
     assert "wrote 10 of 54 bytes of an evidence line (is the disk full?)" in done.stderr
+
+
+def test_a_full_disk_names_the_file_it_could_not_write() -> None:
+    with pytest.raises(OSError) as caught:
+        append_json_line(Path("/dev/full"), {"sample": 1})
+    assert caught.value.filename == "/dev/full" and caught.value.errno == errno.ENOSPC
+    assert str(caught.value) == "[Errno 28] No space left on device: '/dev/full'"
+
+
+@pytest.mark.parametrize(
+    ("content", "kept"),
+    [(b'{"a":1}\n{"b":', b'{"a":1}\n'), (b'{"a":1}\n', b'{"a":1}\n'), (b'{"torn', b""), (b"", b"")],
+    ids=["torn-last-line", "whole", "only-a-torn-line", "empty"],
+)
+def test_a_torn_last_line_is_cut_before_anything_is_appended(tmp_path: Path, content: bytes, kept: bytes) -> None:
+    path = tmp_path / "evidence.jsonl"
+    path.write_bytes(content)
+    assert repair_torn_tail(path) is (content != kept)
+    append_json_line(path, {"c": 3})
+    assert path.read_bytes() == kept + b'{"c":3}\n'

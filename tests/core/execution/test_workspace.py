@@ -153,3 +153,20 @@ def test_verify_stops_when_the_budget_runs_out(tmp_path: Path) -> None:
     specs = [VerifySpec("sleep 5", line=1), VerifySpec("true", line=2)]
     results, stopped = run_verify(specs, ["sleep 5", "true"], tmp_path, dict(os.environ), time.monotonic() + 0.3, None)
     assert results == () and stopped is not None and stopped.timed_out
+
+
+@pytest.mark.parametrize("target", ["../shared", "/ABS"], ids=["relative-out", "absolute"])
+def test_a_symlink_leading_out_of_the_workspace_is_refused(source: Path, tmp_path: Path, target: str) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (source / "out").symlink_to(target.replace("/ABS", str(shared)) if target == "/ABS" else "../shared")
+    with pytest.raises(WorkspaceError) as caught:
+        copy_workspace(source, tmp_path / "attempt" / "w", deadline(), None)
+    assert "symlink out leads outside the workspace" in str(caught.value)
+
+
+def test_a_symlink_inside_the_workspace_is_kept_as_a_link(source: Path, tmp_path: Path) -> None:
+    (source / "app-link.py").symlink_to("src/app.py")
+    workspace = copy_workspace(source, tmp_path / "w", deadline(), None)
+    assert (workspace.path / "app-link.py").is_symlink()
+    assert (workspace.path / "app-link.py").read_text() == "def main():\n    return 1\n"

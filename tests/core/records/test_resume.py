@@ -135,3 +135,20 @@ def test_a_run_of_another_state_folder_is_not_resumed_into_this_one(tmp_path: Pa
     ):
         find_started(Store(tmp_path / "state"), str(other.run_dir("r1")))
     assert find_started(other, str(other.run_dir("r1"))).run_id == "r1"
+
+
+def test_a_resumed_run_cuts_the_line_a_full_disk_tore_before_it_appends(tmp_path: Path, matrix: Matrix) -> None:
+    from fixtures_core.execution.pool import Resumed
+
+    store = Store(tmp_path / "state")
+    store.prepare_evidence("r1")
+    recorded(store, matrix, 0, (sample(0),), None)
+    path = store.evidence_file("r1", 0, matrix.rows[0].name)
+    with path.open("ab") as handle:
+        handle.write(b'{"sample":{"index":1,"sta')  # the disk filled up mid-line
+    recorder = Recorder(store, "r1", matrix, resumed=Resumed({}, {}))
+    try:
+        recorder.on_sample(matrix.rows[0], sample(1))
+    finally:
+        recorder.release()
+    assert [s.index for s in resumed_rows(store, "r1", matrix).samples[matrix.rows[0].id]] == [0, 1]
