@@ -98,6 +98,7 @@ class InterruptGuard:
         self._phase = "before"
         self._previous: dict[int, Any] = {}
         self._exiting = False
+        self._returned = False
         self.stopped_at_once = False  # a second signal ended a run: threads of it may still be running
 
     @property
@@ -119,6 +120,11 @@ class InterruptGuard:
                 signal.signal(signum, handler)
         self._previous.clear()
 
+    def returned(self) -> None:
+        """The command returned its exit code: from now on a signal is recorded (the command will exit
+        2; the hook records its run again as ERR) and said in one line, never raised: nothing could catch it."""
+        self._returned = True
+
     def exiting(self) -> None:
         """The command is done; from now on any interrupt exits 2 at once."""
         self._exiting = True
@@ -135,11 +141,15 @@ class InterruptGuard:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         self.received.append(name)
-        if self._exiting:
+        if self._exiting or self._returned:
             line = None
             with contextlib.suppress(Exception):
                 line = self._on_exit(name) if self._on_exit is not None else None
-            exit_now(line or f"error: interrupted by {name} while exiting")
+            line = line or f"error: interrupted by {name} while exiting"
+            if self._exiting:
+                exit_now(line)
+            say(line)
+            return
         containment = self._containment
         if containment is None:
             raise Interrupted(name, self._phase)

@@ -514,7 +514,9 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
     try:
         try:
             code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
+            guard.returned()  # a signal from here on is recorded, not raised: nothing would catch it
         except Interrupted as interrupt:  # raised past every handler of the command: after its report
+            guard.returned()
             code = _ended_by(interrupt)
         if guard.interrupted:
             code = 2

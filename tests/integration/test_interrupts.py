@@ -396,3 +396,27 @@ def test_a_signal_just_after_the_verdict_line_still_records_the_run_as_err_and_e
     document = only_run(tmp_path / "state")
     assert document["status"] == "ERR"
     assert document["error"] == "interrupted by SIGTERM while the run closed (it was PASS)"
+
+
+@pytest.mark.parametrize("engine", ENGINES, indirect=True)
+@pytest.mark.parametrize("pause_s", [0.0, 0.002, 0.02], ids=["at-once", "2ms", "20ms"])
+def test_a_signal_as_the_verdict_line_appears_leaves_exit_code_and_run_json_in_agreement(
+    engine: str, pause_s: float, tmp_path: Path, marker: str
+) -> None:
+    """Whenever it lands (in the report, as the command returns, on the way out): exit 2 with the run
+    recorded as ERR, or, once the process has left, exit 0 with PASS; one line, never a traceback."""
+    fixture = tmp_path / "f.md"
+    fixture.write_text(block("true"))
+    process = spawn([str(fixture)], tmp_path, marker, engine)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("verdict:"):
+            break
+    time.sleep(pause_s)  # where the signal lands, not a timing assertion
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    status = only_run(tmp_path / "state")["status"]
+    assert "Traceback" not in err
+    assert (process.returncode, status) in ((2, "ERR"), (0, "PASS")), err
+    assert len(error_lines(err)) == (1 if process.returncode == 2 else 0), err
