@@ -91,7 +91,7 @@ def guard_start_up() -> None:
 class InterruptGuard:
     """The signal handlers of one command; ``running`` marks the span in which a run is open."""
 
-    def __init__(self, on_exit: Callable[[str], str] | None = None) -> None:
+    def __init__(self, on_exit: Callable[[str], str | None] | None = None) -> None:
         self.received: list[str] = []
         self._on_exit = on_exit  # after the command returned: records what must be, gives the one line
         self._containment: Containment | None = None
@@ -145,10 +145,12 @@ class InterruptGuard:
             line = None
             with contextlib.suppress(Exception):
                 line = self._on_exit(name) if self._on_exit is not None else None
-            line = line or f"error: interrupted by {name} while exiting"
+            if len(self.received) == 1:  # the first signal: say it, even with no run to record again
+                line = line or f"error: interrupted by {name} while exiting"
             if self._exiting:
                 exit_now(line)
-            say(line)
+            if line:
+                say(line)
             return
         containment = self._containment
         if containment is None:

@@ -47,8 +47,8 @@ import httpx  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.client.orchestration import SyncPrefectClient  # noqa: E402
-from prefect.client.schemas.objects import State, StateDetails  # noqa: E402
+from prefect.client.orchestration import get_client  # noqa: E402
+from prefect.client.schemas.objects import FlowRun, State, StateDetails  # noqa: E402
 from prefect.context import FlowRunContext  # noqa: E402
 from prefect.events.worker import EventsWorker  # noqa: E402
 from prefect.exceptions import PrefectHTTPStatusError  # noqa: E402
@@ -319,7 +319,7 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     key = artifact_key(launch.options, launch.plan.matrix)
     tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
     # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
-    _own_flow_run(flow_run_name(launch.run_id, launch.options.label), tags, launch.options.resume is not None)
+    tidying = _own_flow_run(flow_run_name(launch.run_id, launch.options.label), tags, launch.options.resume is not None)
     store = store_for(launch.options)
     with InternalLog(store.run_dir(launch.run_id) / "prefect.log") as internal:
         run = _run_matrix(launch)
@@ -332,6 +332,8 @@ def _matrix_flow(**parameters: Any) -> RunResult:
             launch.say(note)
     log = logger.info if run.verdict.exit_code == 0 else logger.error
     log(f"{states.verdict_message(run)}; run document {document}")
+    if tidying is not None:
+        tidying.join(timeout=_TIDY_WAIT_S)  # done long ago, except in the shortest runs
     return cast(RunResult, states.flow_state(run))
 
 
@@ -360,12 +362,16 @@ def _refused(message: str) -> RunResult:
     return cast(RunResult, Failed(message=message))  # Prefect ends the flow run in the returned state
 
 
-def _own_flow_run(name: str, tags: list[str], resumes: bool) -> None:
+_TIDY_WAIT_S = 5.0
+
+
+def _own_flow_run(name: str, tags: list[str], resumes: bool) -> threading.Thread | None:
     """Name the flow run after the assay run, add the run's tags (a deployment's run starts with
-    neither), record its process, and mark Crashed the flow runs of this host whose process is gone."""
+    neither), record its process, and start marking Crashed the flow runs of this host whose
+    process is gone (on a thread of its own, while the run runs: it costs an API query)."""
     context = FlowRunContext.get()
     if context is None or context.flow_run is None:
-        return
+        return None
     flow_run = context.flow_run
     merged = list(dict.fromkeys([*flow_run.tags, *tags]))
     owner = None if flow_run.infrastructure_pid else str(Owner.here())  # a worker's or serve's is already there
@@ -375,15 +381,23 @@ def _own_flow_run(name: str, tags: list[str], resumes: bool) -> None:
         # copy of the flow run: without this, tag-based automations would miss an ad-hoc run's events.
         flow_run.name, flow_run.tags = name, merged
         flow_run.infrastructure_pid = owner or flow_run.infrastructure_pid
-    if not isinstance(context.client, SyncPrefectClient):  # a sync flow always has the sync client
-        return
+    tidy = functools.partial(_mark_abandoned_runs, flow_run, name if resumes else None)
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(tidy,), name="assay-tidy", daemon=True)
+    thread.start()
+    return thread
+
+
+def _mark_abandoned_runs(flow_run: FlowRun, resumed: str | None) -> None:
+    """``mark_abandoned`` with a client of its own; a failure only costs the tidying."""
+    logger = get_run_logger()
     try:
-        marked = mark_abandoned(context.client, flow_run, resumed=name if resumes else None)
+        with get_client(sync_client=True) as client:
+            marked = mark_abandoned(client, flow_run, resumed=resumed)
     except Exception as exc:  # noqa: BLE001 - tidying others' states never stops this run
-        get_run_logger().debug("could not look for abandoned flow runs: %s", exc)
+        logger.debug("could not look for abandoned flow runs: %s", exc)
         return
     for found in marked:
-        get_run_logger().info(f"marked flow run {found.name!r} Crashed: its process is gone")
+        logger.info(f"marked flow run {found.name!r} Crashed: its process is gone")
 
 
 def _run_matrix(launch: Launch) -> RunResult:

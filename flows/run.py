@@ -199,6 +199,7 @@ def run_command(
     try:
         if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
             run = _recorded_as_interrupted(run, options, guard.received[0])
+        _closing[:] = [(run, options)]
         try:
             _report(run, json_path, links)
         except OutputClosed:  # the answer is the exit code and the run document: both stand
@@ -308,16 +309,16 @@ def _ended_by(interrupt: Interrupted) -> int:
     """One line for an interrupt that ended the command; a run it had recorded is recorded again as
     ERR (the signal came after its report began: the exit code is 2, and so is run.json's answer)."""
     if _closing:
-        _recorded_as_interrupted(*_closing[0], interrupt.signal_name)
+        _closing[:] = [(_recorded_as_interrupted(*_closing[0], interrupt.signal_name), _closing[0][1])]
     err.print(f"error: {interrupt.message}")
     return 2
 
 
-def _interrupted_while_exiting(signal_name: str) -> str:
-    """The line for a signal after the command returned; its run, if any, is recorded again as ERR."""
-    if not _closing:
-        return f"error: interrupted by {signal_name} while exiting"
-    _recorded_as_interrupted(*_closing[0], signal_name)
+def _interrupted_while_exiting(signal_name: str) -> str | None:
+    """The line for a signal after the command returned, when its run had to be recorded again as ERR."""
+    if not _closing or _closing[0][0].stopped == "cancelled":  # no run, or one recorded as interrupted
+        return None
+    _closing[:] = [(_recorded_as_interrupted(*_closing[0], signal_name), _closing[0][1])]
     return f"error: interrupted by {signal_name} while exiting; the run is recorded as ERR"
 
 
