@@ -66,7 +66,7 @@ from fixtures_core.execution.containment import Containment  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
 from fixtures_core.execution.slots import limit_keys  # noqa: E402
-from fixtures_core.records.rundoc import RunResult, load_run  # noqa: E402
+from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
@@ -620,27 +620,29 @@ def _closed_without_api(launch: Launch, lost: str) -> RunResult:
     live = _live_here(launch.run_id)
     if live is None or live.recorder is None:  # the flow never opened the run: nothing ran
         raise ServerError(f"{lost}; nothing ran: check it (`assay server status`) and run again")
-    live.containment.cancel()
-    store = store_for(launch.options)
-    written = store.run_file(launch.run_id)
-    if written.is_file():  # finalize wrote the run before the API went: its verdict, marked as not delivered
-        run = load_run(written)
-        was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
-        marked = replace(run, status="ERR", error=f"{lost}, after the run closed{was}", stopped="crashed")
-        record(marked, launch.options, store=store)
-        return marked
-    closed = _close_here(launch, RunStop("crashed", lost))
-    if closed is None:  # the flow closed it meanwhile
-        return load_run(written)
-    return closed
+    if live.recorder.reserve_close():  # this thread writes the run's document; the flow's finalize waits
+        live.containment.cancel()
+        order, stop = baselines_first(launch.plan.matrix.rows), RunStop("crashed", lost)
+        planned = launch.plan
+        return complete_from_evidence(live.recorder, launch.options, order, stop, planned.baseline, live.containment)
+    # The flow was closing the run when the API went: its verdict, marked as not delivered.
+    run = live.recorder.wait_closed(timeout=_CLOSE_GRACE_S)
+    if run is None:
+        raise ServerError(f"{lost} while the run closed: check it (`assay server status`) and resume the run")
+    was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
+    marked = replace(run, status="ERR", error=f"{lost}, after the run closed{was}", stopped="crashed")
+    record(marked, launch.options, store=store_for(launch.options))
+    return marked
 
 
 def _close_here(launch: Launch, stop: RunStop) -> RunResult | None:
-    """The run closed by this thread from its evidence (its flow cannot close it); None when the
-    flow never opened it, or already wrote its document."""
+    """The run closed by this thread from its evidence (its flow cannot close it), or as the flow
+    closed it meanwhile; None when the flow never opened it."""
     live = _live_here(launch.run_id)
-    if live is None or live.recorder is None or store_for(launch.options).run_file(launch.run_id).is_file():
+    if live is None or live.recorder is None:
         return None
+    if not live.recorder.reserve_close():
+        return live.recorder.wait_closed(timeout=_CLOSE_GRACE_S)
     planned = launch.plan
     order = baselines_first(planned.matrix.rows)
     return complete_from_evidence(live.recorder, launch.options, order, stop, planned.baseline, live.containment)

@@ -74,6 +74,10 @@ def complete(
     run.json: ERR, naming the failure, with the rows as they ran. The judge
     runs in ``containment`` (the run's; without one, a private one).
     """
+    if not recorder.reserve_close():  # another thread closes this run (a lost API, a second interrupt)
+        closed = recorder.wait_closed()
+        assert closed is not None
+        return closed
     error = stop.error if stop is not None else None
     try:
         if containment is None:
@@ -92,6 +96,7 @@ def complete(
         record(run, options, step_summary_file(), recorder.store)
     finally:
         recorder.release()
+        recorder.closed(run)
     return run
 
 

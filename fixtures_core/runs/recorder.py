@@ -6,6 +6,7 @@ executes; every engine runs its rows through ``run_recorded_row``."""
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row,
 from fixtures_core.files import repair_torn_tail
 from fixtures_core.records.lock import RunLock
 from fixtures_core.records.resume import write_started
-from fixtures_core.records.rundoc import utc_now
+from fixtures_core.records.rundoc import RunResult, utc_now
 from fixtures_core.records.shareable import shareable_row
 from fixtures_core.records.store import Store
 from fixtures_core.reports.progress import ProgressListener
@@ -42,6 +43,10 @@ class Recorder:
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}
         self._lock: RunLock | None = None
+        self._closing_lock = threading.Lock()
+        self._closer: int | None = None
+        self._closed_event = threading.Event()
+        self._closed_run: RunResult | None = None
         if self.evidence_run is None:  # a re-judged run runs no sample: it has no evidence of its own
             self.store.prepare_evidence(self.run_id)
             self._lock = RunLock(self.store.run_dir(self.run_id))
@@ -58,6 +63,24 @@ class Recorder:
         """The run is closed: another process may resume it (its lock is let go)."""
         if self._lock is not None:
             self._lock.release()
+
+    def reserve_close(self) -> bool:
+        """Make the calling thread the one that closes the run (writes its document); False when
+        another thread already is. The first wins: two closes would write two different answers."""
+        with self._closing_lock:
+            if self._closer is None:
+                self._closer = threading.get_ident()
+            return self._closer == threading.get_ident()
+
+    def closed(self, run: RunResult) -> None:
+        """The run's document is written: those waiting for it get it."""
+        self._closed_run = run
+        self._closed_event.set()
+
+    def wait_closed(self, timeout: float | None = None) -> RunResult | None:
+        """The run as the thread that closes it recorded it (None when it did not within ``timeout``)."""
+        self._closed_event.wait(timeout)
+        return self._closed_run
 
     def on_row_start(self, row: RowSpec) -> None:
         if self.listener is None:

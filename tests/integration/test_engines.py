@@ -188,5 +188,6 @@ def test_a_raw_row_that_cannot_be_recorded_is_an_error_on_both_engines(tmp_path:
     run = (run_local_engine if engine == "local" else run_prefect)(fixture, tmp_path / "state")
     [skipped, ok] = run.rows
     assert (skipped.status, skipped.stopped) == ("ERR", "crashed")
-    assert (skipped.error or "").startswith("internal error: IsADirectoryError:"), skipped.error
+    evidence = tmp_path / "state" / "runs" / run_id / "evidence" / "0000-skipped.jsonl"
+    assert skipped.error == f"{evidence}: Is a directory", skipped.error  # names the file, not a bug
     assert ok.status == "PASS" and run.status == "ERR"
