@@ -519,8 +519,6 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
         except Interrupted as interrupt:  # raised past every handler of the command: after its report
             guard.returned()
             code = _ended_by(interrupt)
-        if guard.interrupted:
-            code = 2
         if last and guard.stopped_at_once:
             # Stopped at once: the run's threads may still be inside C extensions, and interpreter
             # shutdown would tear them down mid-call (an abort, not exit 2). Every sample is dead;
@@ -528,13 +526,14 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
             exit_now(code=2)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        return code
     finally:
         _guards.remove(guard)
         if last:
             guard.exiting()
         else:
             guard.restore()
+    # Read after the guard changed hands: a signal until then is counted here, one after it exits 2 at once.
+    return 2 if guard.interrupted else code
 
 
 def module_main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
