@@ -90,11 +90,8 @@ def _companion(home: Path) -> int | None:
         pid = int((home / PID_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return pid if procfs.alive(pid) and b"flows.idle_stop" in command else None
+    command = procfs.argv(pid) or []
+    return pid if procfs.alive(pid) and "flows.idle_stop" in command else None
 
 
 def _post_count(api_url: str, path: str, body: dict[str, object]) -> int | None:

@@ -160,12 +160,9 @@ def _server_address(pid: int) -> tuple[str, int] | None:
 def _process(pid: int) -> tuple[list[str], str] | None:
     """(argv, state letter) of a process: from /proc on Linux, else from ``ps``; None when it is gone."""
     if Path("/proc/self").exists():
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            return None
+        argv = procfs.argv(pid)
         found = procfs.stat(pid)
-        return (argv, found.state) if found is not None else None
+        return (argv, found.state) if argv is not None and found is not None else None
     shown = subprocess.run(["ps", "-o", "stat=", "-o", "args=", "-p", str(pid)], capture_output=True, text=True)
     fields = shown.stdout.split()
     return (fields[1:], fields[0]) if shown.returncode == 0 and fields else None

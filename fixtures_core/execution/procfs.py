@@ -140,3 +140,13 @@ def started_at(pid: int) -> float | None:
     except (OSError, StopIteration, ValueError):
         return None
     return boot + found.starttime / os.sysconf("SC_CLK_TCK")
+
+
+def argv(pid: int) -> list[str] | None:
+    """The process's command line, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return raw.decode(errors="replace").split("\0")

@@ -16,6 +16,7 @@ from fixtures_core.errors import FixtureError
 from fixtures_core.limits import MAX_REPEAT
 from fixtures_core.redaction import pattern_problem
 from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Direction, MetricSpec, Redaction, Threshold
+from fixtures_core.text import excerpt
 
 
 class Where:
@@ -35,14 +36,11 @@ def read_repeat(value: object, where: Where, field: str = "repeat") -> int:
     if number is None or number < 1:
         raise where.error(field, f"must be a whole number >= 1, got {value!r}")
     if number > MAX_REPEAT:
-        raise where.error(field, f"must be at most {MAX_REPEAT:,} samples, got {_shown(value)}")
+        raise where.error(field, f"must be at most {MAX_REPEAT:,} samples, got {excerpt(repr(value), 40)}")
     return number
 
 
-def _shown(value: object) -> str:
-    """A value for a message, cut short (a repeat of 10^30 has 31 digits; one of 10^4000, more)."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}..."
+
 
 
 def read_timeout(value: object, where: Where, field: str = "timeout") -> float:

@@ -19,6 +19,7 @@ from fixtures_core.records.resume import check_resumable, find_started
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import ReportFiles
 from fixtures_core.spec import Budget, Limit
+from fixtures_core.text import excerpt
 
 DEFAULT_PARALLEL = 4
 # What a resumed run may change: how it runs and what it writes besides run.json, never what it runs.
@@ -179,8 +180,8 @@ def _recorded_options(run_id: str, options: Mapping[str, object], store: Store, 
             continue
         if not _conforms(value, hints[name]):
             raise UsageError(
-                f"--resume {run_id}: its start record holds {name}: {_short(value)}, which is not a valid value "
-                "(was it edited?); start a new run"
+                f"--resume {run_id}: its start record holds {name}: {excerpt(repr(value), 60)}, which is not a "
+                "valid value (was it edited?); start a new run"
             )
         recorded[name] = value
     project = store.root.resolve().parent
@@ -214,10 +215,6 @@ def _conforms(value: object, hint: object) -> bool:
         return any(_conforms(value, argument) for argument in arguments)
     return False
 
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def settings_for(options: RunOptions, run_id: str) -> RunSettings:

@@ -36,7 +36,7 @@ def test_read_repeat_rejects_everything_else_with_file_line_and_field(value: obj
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [(100_001, "100001"), (10**30, str(10**30)), ("9" * 4000, "'" + "9" * 36 + "...")],
+    [(100_001, "100001"), (10**30, str(10**30)), ("9" * 4000, "'" + "9" * 39 + "…")],
     ids=["just-over", "10^30", "4000-digits"],
 )
 def test_read_repeat_is_bounded_before_anything_is_allocated(value: object, shown: str) -> None:
