@@ -40,9 +40,6 @@ def read_repeat(value: object, where: Where, field: str = "repeat") -> int:
     return number
 
 
-
-
-
 def read_timeout(value: object, where: Where, field: str = "timeout") -> float:
     """A row's total time budget in seconds."""
     try:

@@ -216,7 +216,6 @@ def _conforms(value: object, hint: object) -> bool:
     return False
 
 
-
 def settings_for(options: RunOptions, run_id: str) -> RunSettings:
     """What every sample of a run shares (A/B attempts keep their evidence in the run's folder)."""
     return RunSettings(
