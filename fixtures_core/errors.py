@@ -12,6 +12,8 @@ is and, where it can, what to do next.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class AssayError(Exception):
     """Base of every error assay reports to the user; the CLI exits 2 on it."""
@@ -57,8 +59,11 @@ class UsageError(AssayError):
 
 
 class ValidationFailed(AssayError):
-    """A matrix with one or more configuration errors; nothing was run."""
+    """A matrix with one or more configuration errors; nothing was run.
 
-    def __init__(self, errors: list[FixtureError]) -> None:
-        self.errors = errors
+    ``errors``: each one line (a FixtureError, or the text a broken row carries).
+    """
+
+    def __init__(self, errors: Sequence[AssayError | str]) -> None:
+        self.errors = list(errors)
         super().__init__("\n".join(str(e) for e in errors))

@@ -21,7 +21,7 @@ RowClass = Literal["stable-pass", "flaky", "stable-fail"]
 #   cancelled  an interrupt cancelled it, or its row had stopped (after an error) and cancelled it in flight
 #   budget     a cost budget (``budget: cost_usd <= 5``) was reached, so no new sample started
 #   crashed    the engine could not run or record it (an orchestration failure, a bug)
-Stop = Literal["timeout", "cancelled", "budget", "crashed"]
+Stop = Literal["timeout", "cancelled", "budget", "crashed", "configuration"]
 
 # Precedence when statuses combine: ERR > FAIL > PASS.
 _RANK: Mapping[str, int] = {"PASS": 0, "SKIP": 0, "FAIL": 1, "ERR": 2}

@@ -153,6 +153,9 @@ class RowSpec:
     concurrency: int | None = None  # the file's frontmatter: samples in flight at once (a run takes the smallest)
     limits: tuple[Limit, ...] = ()  # the file's frontmatter: caps per property value
     budget: Budget | None = None  # the file's frontmatter: a summed metric its samples may spend
+    # A configuration error of this row alone (``path:line: field: message``): the row is ERR without
+    # running anything, and every other row of its file still runs (Gavel runs them too).
+    error: str | None = None
 
     @property
     def samples_in_order(self) -> bool:

@@ -29,6 +29,7 @@ from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment, leave_quietly
 from fixtures_core.files import write_json_atomic
+from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
 from fixtures_core.reports import terminal
@@ -348,11 +349,15 @@ def validate_command(
     paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
 ) -> None:
     """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
-    matrix = plan(RunOptions(paths=tuple(paths))).matrix
+    matrix, errors = validate_paths(paths)
     warnings = [w for f in matrix.files for w in f.warnings]
     for warning in warnings:
         err.print(f"warning: {warning}")
+    if errors:
+        raise ValidationFailed(errors)
     rows = matrix.rows
+    if not rows:
+        raise UsageError("the fixtures contain no rows")
     samples = sum(r.repeat for r in rows if not r.skip)
     noted = f", {len(warnings)} warning{'' if len(warnings) == 1 else 's'}" if warnings else ""
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")

@@ -198,13 +198,20 @@ def _row_figures(row: RowResult, k: int | None) -> Stochastic:
 
 
 def _withheld_text(reasons: Sequence[tuple[str, str]]) -> str:
-    """One line naming every withholding row (name, reason) and its reason."""
+    """One line naming the withholding rows (at most five per reason) under each reason."""
     if len(reasons) == 1:
         name, reason = reasons[0]
         return f"row {name!r} withholds its estimate: {reason}"
-    names = ", ".join(repr(name) for name, _ in reasons)
-    details = "; ".join(f"{name!r}: {reason}" for name, reason in reasons)
-    return f"rows {names} withhold their estimates ({details})"
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in reasons:
+        by_reason.setdefault(reason, []).append(name)
+    parts = [f"{reason}: {_some_names(names)}" for reason, names in by_reason.items()]
+    return f"{len(reasons)} rows withhold their estimates ({'; '.join(parts)})"
+
+
+def _some_names(names: Sequence[str], shown: int = 5) -> str:
+    listed = ", ".join(repr(name) for name in names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:

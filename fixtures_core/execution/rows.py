@@ -181,6 +181,8 @@ def run_row(
     if pool is None:
         with sample_pool(1) as own:
             return run_row(row, settings, containment, sample_runner, on_sample, own)
+    if row.error is not None:
+        return _result(row, (), "ERR", row.error, "configuration")
     finished = pool.resumed.rows.get(row.id)
     if finished is not None:
         return finished  # a resumed run keeps the rows that finished

@@ -9,13 +9,14 @@ the frontmatter ``exec`` when there is one (Gavel applies it to blocks too).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from fixtures_core.cel import compile_expression
-from fixtures_core.errors import CelError
+from fixtures_core.errors import CelError, FixtureError
 from fixtures_core.parsing.config import Where, read_exit_code, read_string, reject_near_misses
 from fixtures_core.parsing.settings import Inherited, apply_common
 from fixtures_core.parsing.tables import cell_text, shell_wrapped
@@ -67,6 +68,7 @@ class Block:
     scripts: list[Fence] = field(default_factory=list)
     configs: list[Fence] = field(default_factory=list)
     validations: list[tuple[str, int]] = field(default_factory=list)
+    error: FixtureError | None = None  # found while reading it (a heading without a name): the row is ERR
 
 
 def block_row(
@@ -150,6 +152,16 @@ def _script_argv(script: Fence, settings: Inherited, where: Where) -> tuple[str,
         known = ", ".join(INTERPRETERS)
         raise where.error("codeBlocks", f"no interpreter known for '{script.language}' (known: {known})")
     return (*interpreter, script.body)
+
+
+def block_properties(block: Block, settings: Inherited, load_yaml: YamlLoader) -> dict[str, PropertyValue]:
+    """The properties a broken block's row still shows: the file's, and its yaml's when that loads."""
+    properties = dict(settings.properties)
+    if block.configs:
+        fence = block.configs[-1]
+        with contextlib.suppress(FixtureError):  # a yaml that does not load is the error the row reports
+            properties.update(_block_properties(load_yaml(fence.body, fence.line + 1)[0]))
+    return properties
 
 
 def _block_properties(config: Mapping[str, object]) -> dict[str, PropertyValue]:

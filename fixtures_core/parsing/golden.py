@@ -3,7 +3,7 @@
 ``@dir/*.md`` (a glob) makes one row per matching file, named ``NAME [stem]``,
 with the file's ``file``, ``filename``, ``dir``, ``absfile``, ``absdir``,
 ``basename`` and ``ext`` as properties. ``\\@text`` is the literal ``@text``.
-A missing file, or a glob that matches none, is a configuration error; a
+A missing file, or a glob that matches none, is a configuration error of that row; a
 golden file has the limits of a fixture file (``limits``: a regular file, at
 most ``MAX_FIXTURE_BYTES``), so a FIFO or a device never hangs parsing.
 """
@@ -17,20 +17,34 @@ from pathlib import Path
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.limits import MAX_FIXTURE_BYTES, LimitExceeded, read_regular_file
+from fixtures_core.parsing.row_errors import with_error
 from fixtures_core.spec import RowSpec
 
 _GLOB_CHARS = frozenset("*?[")
 
 
 def resolve_golden(row: RowSpec, source_dir: str) -> list[RowSpec]:
-    """``row`` with its ``@`` references read, expanded to one row per file for a glob."""
+    """``row`` with its ``@`` references read, expanded to one row per file for a glob.
+
+    A golden file that cannot be read, or a glob that matches none, makes that row ERR (only it).
+    """
+    if row.error is not None:
+        return [row]
     pattern = next((v for v in (row.expect.stdout, row.expect.stderr) if _is_glob(v)), None)
     if pattern is None:
-        return [_read_references(row, source_dir, None)]
+        return [_read_or_broken(row, source_dir, None)]
     matches = _glob(pattern, source_dir)
     if not matches:
-        raise FixtureError(row.file, row.line, f"glob {pattern!r} matched no files (under {source_dir})", "Stdout")
-    return [_read_references(_one_file(row, match, source_dir), source_dir, match) for match in matches]
+        error = FixtureError(row.file, row.line, f"glob {pattern!r} matched no files (under {source_dir})", "Stdout")
+        return [with_error(row, error)]
+    return [_read_or_broken(_one_file(row, match, source_dir), source_dir, match) for match in matches]
+
+
+def _read_or_broken(row: RowSpec, source_dir: str, match: str | None) -> RowSpec:
+    try:
+        return _read_references(row, source_dir, match)
+    except FixtureError as exc:
+        return with_error(row, exc)
 
 
 def _is_glob(value: str | None) -> bool:

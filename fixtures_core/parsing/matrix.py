@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from fixtures_core.errors import FixtureError, UsageError
+from fixtures_core.errors import FixtureError, UsageError, ValidationFailed
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.spec import Matrix
 
@@ -43,8 +43,17 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
 
 
 def load_matrix(paths: Sequence[str]) -> Matrix:
-    """Parse every fixture file (raises FixtureError on the first malformed file)."""
-    return Matrix(files=tuple(parse_file(p) for p in fixture_paths(paths)))
+    """Parse every fixture file; ValidationFailed names every file that cannot be read as a whole
+    (its frontmatter, its bytes), while a broken row, table or block only makes its own rows ERR."""
+    files, errors = [], []
+    for path in fixture_paths(paths):
+        try:
+            files.append(parse_file(path))
+        except FixtureError as exc:
+            errors.append(exc)
+    if errors:
+        raise ValidationFailed(errors)
+    return Matrix(files=tuple(files))
 
 
 def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = None) -> Matrix:

@@ -27,16 +27,18 @@ from fixtures_core.parsing.blocks import (
     STANDALONE_LANGUAGES,
     Block,
     Fence,
+    block_properties,
     block_row,
     is_validation_list,
 )
 from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
 from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
+from fixtures_core.parsing.row_errors import broken_row
 from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.settings import Inherited, apply_common
 from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
-from fixtures_core.parsing.tables import reject_broken_table, table_rows
+from fixtures_core.parsing.tables import broken_table_rows, table_rows
 from fixtures_core.parsing.throughput import read_budget, read_concurrency, read_limits
 from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 
@@ -160,7 +162,7 @@ class _Reader:
             elif token.type in ("bullet_list_open", "ordered_list_open"):
                 self._list(tokens, index)
             if token.type in ("paragraph_open", "heading_open"):
-                reject_broken_table(token, self.lines, self.offset, self.path)
+                self.rows.extend(broken_table_rows(token, self.lines, self.offset, self.path))
             index += 1
         self._finish()
 
@@ -173,9 +175,10 @@ class _Reader:
         if text.lower().startswith("command:"):
             name = text[len("command:") :].strip()
             line = self._line(token)
+            self.block = Block(name or f"line {line}", line, standalone=False)
             if not name:
-                raise FixtureError(self.path, line, "a command block needs a name (### command: NAME)", "command")
-            self.block = Block(name, line, standalone=False)
+                message = "a command block needs a name (### command: NAME)"
+                self.block.error = FixtureError(self.path, line, message, "command")
         else:
             self.heading = text
 
@@ -226,9 +229,16 @@ class _Reader:
         if block.standalone:
             block.name = _unique_name(block.name, {row.name for row in self.rows})
         path = self.path
-        row, warnings = block_row(
-            block, self.settings, lambda text, line: _yaml_mapping(text, path, line, "command yaml"), path
-        )
+
+        def load(text: str, line: int) -> tuple[dict[str, object], dict[str, int], dict[str, list[int]]]:
+            return _yaml_mapping(text, path, line, "command yaml")
+
+        try:
+            if block.error is not None:
+                raise block.error
+            row, warnings = block_row(block, self.settings, load, path)
+        except FixtureError as exc:  # the block's own error: its row is ERR, the file's other rows run
+            row, warnings = broken_row(exc, block.name, block.line, block_properties(block, self.settings, load)), []
         self.rows.append(row)
         self.warnings.extend(warnings)
 

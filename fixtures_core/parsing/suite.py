@@ -31,6 +31,7 @@ from fixtures_core.parsing.config import (
     read_timeout,
     reject_near_misses,
 )
+from fixtures_core.parsing.row_errors import with_error
 from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.template import TemplateError, check_names, render
 from fixtures_core.spec import Matrix, PropertyValue, RowSpec
@@ -316,23 +317,30 @@ def _check_arm_copies(rows: Sequence[RowSpec], arm_names: list[str]) -> None:
 
 
 def _finish_row(row: RowSpec, suite: SuiteSpec, overridden: set[str]) -> RowSpec:
+    """The row as a case of the suite; a wrong cell of its own (a known limit, requires) makes only it ERR."""
     where = Where(row.file, row.line)
     properties = dict(row.properties)
+    error: FixtureError | None = None
     if CASE_PROPERTY in properties:
-        raise where.error(CASE_PROPERTY, f"'{CASE_PROPERTY}' is set by assay in a suite (the row's name): rename it")
+        error = where.error(CASE_PROPERTY, f"'{CASE_PROPERTY}' is set by assay in a suite (the row's name): rename it")
     limits = [properties.pop(key) for key in KNOWN_LIMIT_COLUMNS if key in properties]
-    known_limit = _known_limit(limits[0], where) if limits and limits[0] not in ("", None) else None
-    requires = suite.requires + _requires_cell(properties.pop(REQUIRES_COLUMN, None), where)
+    requires_cell = properties.pop(REQUIRES_COLUMN, None)
+    try:
+        known_limit = _known_limit(limits[0], where) if limits and limits[0] not in ("", None) else None
+        requires = suite.requires + _requires_cell(requires_cell, where)
+    except FixtureError as exc:
+        error, known_limit, requires = error or exc, None, suite.requires
     properties[CASE_PROPERTY] = row.name
     arm = str(properties[ARM_PROPERTY]) if suite.arms else None
     shared = {k: v for k, v in properties.items() if k not in overridden}
-    return replace(
+    finished = replace(
         row,
         name=arm_row_name(row.name, arm),
         properties=properties,
         skip=row.skip or missing_tools(requires),
         ab=ArmRow(suite=suite, case=row.name, arm=arm, case_line=row.line, known_limit=known_limit, shared=shared),
     )
+    return finished if error is None else with_error(finished, error)
 
 
 def _known_limit(value: PropertyValue, where: Where) -> tuple[float, float]:
@@ -378,13 +386,11 @@ def workspace_names(row: RowSpec) -> tuple[str, ...]:
     return (WORKSPACE_NAME,) if row.ab is not None and row.ab.suite.workspace is not None else ()
 
 
-def validate_suites(matrix: Matrix) -> list[FixtureError]:
-    """Errors of suite rows that need every row's properties: templates, workspace folders, reserved names."""
-    errors: list[FixtureError] = []
-    for row in matrix.rows:
-        errors.extend(_workspace_variables_outside_suites(row))
-        if row.ab is not None:
-            errors.extend(_suite_row_errors(row))
+def suite_row_errors(row: RowSpec) -> list[FixtureError]:
+    """Errors of a row's suite configuration that need its properties: templates, workspace folders, reserved names."""
+    errors = _workspace_variables_outside_suites(row)
+    if row.ab is not None:
+        errors.extend(_suite_row_errors(row))
     return errors
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
+from functools import partial
 
 from markdown_it.token import Token
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.config import Where, read_exit_code, read_repeat, read_skip, read_timeout
+from fixtures_core.parsing.row_errors import broken_row, row_or_broken
 from fixtures_core.parsing.settings import Inherited
 from fixtures_core.parsing.throughput import read_serial
 from fixtures_core.spec import Expectation, FixtureWarning, RowSpec
@@ -70,35 +72,47 @@ def table_rows(
         shown = ", ".join(h for h in header if h) or "none"
         note = f"table has no Name column (columns: {shown}): not a fixture table, no row runs"
         return [], [FixtureWarning(path, where.line, note)]
-    _reject_duplicate_columns(header, keys, where)
+    duplicate = _duplicate_columns(header, keys, where)
     warnings = [
         FixtureWarning(path, where.line, f"column '{h}' is ignored: {IGNORED_COLUMNS[' '.join(h.lower().split())]}")
         for h, k in zip(header, keys, strict=True)
         if k == "ignored"
     ]
     header_cells = len(split_raw_row(lines[offset + header_line]))
+    by_title = dict(zip(header, keys, strict=True))
     rows = []
     for line0, cells in _rows(tokens, "tbody_open", "tbody_close"):
         line = offset + line0 + 1
         raw = lines[offset + line0]
         raw_count = len(split_raw_row(raw))
-        if raw_count != header_cells:
-            hint = "" if "|" in raw else " (a table ends at a blank line: add one if this line is not a row)"
-            message = f"row has {raw_count} cells but the header has {header_cells}{hint}"
-            raise FixtureError(path, line, message, "table")
-        named = dict(zip(header, cells, strict=True))
-        rows.append(_table_row(named, dict(zip(header, keys, strict=True)), line, settings, path))
+        if raw_count > header_cells or "|" not in raw:
+            warnings.append(FixtureWarning(path, line, _cell_count_note(raw, raw_count, header_cells)))
+        named = dict(zip(header, cells, strict=True))  # a short row's missing cells are empty, as in Gavel
+        name = next((v for h, v in named.items() if by_title[h] == "name" and v not in ("", "-")), "")
+        properties = {**settings.properties, **{h.strip().lower(): v for h, v in named.items() if not by_title[h]}}
+        if duplicate is not None:
+            rows.append(broken_row(duplicate, name, line, properties))
+            continue
+        rows.append(row_or_broken(partial(_table_row, named, by_title, line, settings, path), name, line, properties))
     return rows, warnings
 
 
-def _reject_duplicate_columns(header: list[str], keys: list[str], where: Where) -> None:
-    """Two columns that set the same thing would silently hide one of them."""
+def _cell_count_note(raw: str, count: int, header_cells: int) -> str:
+    """markdown-it, like Gavel's goldmark, drops a row's extra cells and leaves its missing ones empty."""
+    what = "the extra cells are ignored" if count > header_cells else "its missing cells are empty"
+    hint = "" if "|" in raw else " (a table ends at a blank line: add one if this line is not a row)"
+    return f"row has {count} cells but the header has {header_cells}: {what}, as in Gavel{hint}"
+
+
+def _duplicate_columns(header: list[str], keys: list[str], where: Where) -> FixtureError | None:
+    """Two columns that set the same thing would silently hide one of them: every row of the table is ERR."""
     seen: dict[str, str] = {}
     for title, key in zip(header, keys, strict=True):
         identity = key if key not in ("", "ignored") else f"{key or 'property'} {title.strip().lower()}"
         if identity in seen:
-            raise where.error(title, f"columns '{seen[identity]}' and '{title}' set the same value: keep one")
+            return where.error(title, f"columns '{seen[identity]}' and '{title}' set the same value: keep one")
         seen[identity] = title
+    return None
 
 
 def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings: Inherited, path: str) -> RowSpec:
@@ -149,7 +163,7 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings:
 def command_argv(
     cell: str | None, default: str | None, own_args: tuple[str, ...] | None, default_args: tuple[str, ...], where: Where
 ) -> tuple[str, ...]:
-    """The row's command: its Command cell, else the frontmatter exec, else ``bash`` when the row has Args (Gavel).
+    """The row's command: its Command cell, else the frontmatter exec, else ``bash`` (Gavel's default exec).
 
     A command that is a command line (spaces, shell operators) runs through
     bash, as in Gavel; its arguments reach that shell as positional parameters
@@ -157,10 +171,7 @@ def command_argv(
     quotes or shell syntax stays one literal argument and is never re-parsed.
     """
     args = own_args if own_args is not None else default_args
-    program = cell or default or ("bash" if own_args else None)
-    if program is None:
-        raise where.error("Command", "no command: set exec in the frontmatter, fill a Command column or an Args column")
-    return shell_wrapped(program, args)
+    return shell_wrapped(cell or default or "bash", args)
 
 
 def shell_wrapped(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
@@ -225,21 +236,35 @@ def split_raw_row(line: str) -> list[str]:
     return cells
 
 
-def reject_broken_table(token: Token, lines: list[str], offset: int, path: str) -> None:
-    """A fixture table whose delimiter row has the wrong cell count is not a table to markdown-it: say so."""
+def broken_table_rows(token: Token, lines: list[str], offset: int, path: str) -> list[RowSpec]:
+    """A fixture table whose delimiter row has the wrong cell count is not a table to markdown-it:
+    each of its rows is ERR saying so (the rest of the file runs)."""
     if token.map is None:
-        return
+        return []
     start, end = token.map
-    for line0 in range(start, min(end, len(lines) - offset) - 1):
+    end = min(end, len(lines) - offset)
+    for line0 in range(start, end - 1):
         header, delimiter = lines[offset + line0], lines[offset + line0 + 1].strip()
         if "|" not in header or not _DELIMITER_ROW.match(delimiter):
             continue
         titles = split_raw_row(header)
-        if "name" in [column_key(t) for t in titles]:
-            raise FixtureError(
-                path,
-                offset + line0 + 1,
-                f"header has {len(titles)} cells but the delimiter row below it has "
-                f"{len(split_raw_row(delimiter))}: the table is not read until they match",
-                "table",
-            )
+        keys = [column_key(t) for t in titles]
+        if "name" not in keys:
+            continue
+        error = FixtureError(
+            path,
+            offset + line0 + 1,
+            f"header has {len(titles)} cells but the delimiter row below it has "
+            f"{len(split_raw_row(delimiter))}: the table is not read until they match",
+            "table",
+        )
+        rows = []
+        for row0 in range(line0 + 2, end):
+            raw = lines[offset + row0]
+            if "|" not in raw:
+                break
+            cells = [cell_text(c) for c in split_raw_row(raw)]
+            name = cells[keys.index("name")] if keys.index("name") < len(cells) else ""
+            rows.append(broken_row(error, name, offset + row0 + 1, {}))
+        return rows or [broken_row(error, "", offset + line0 + 1, {})]
+    return []

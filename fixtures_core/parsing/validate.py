@@ -3,49 +3,102 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
 from fixtures_core.parsing.builtins import UNSUPPORTED_NAMES, cel_names, template_names
 from fixtures_core.parsing.encodable import text_errors
-from fixtures_core.parsing.suite import validate_suites, workspace_names
+from fixtures_core.parsing.matrix import fixture_paths
+from fixtures_core.parsing.parser import parse_file
+from fixtures_core.parsing.row_errors import with_error
+from fixtures_core.parsing.suite import suite_row_errors, workspace_names
 from fixtures_core.parsing.template import TemplateError, check_names
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
 
 
 def validate_matrix(matrix: Matrix) -> list[FixtureError]:
-    """Every configuration error of the matrix, in file order (empty when it can run)."""
-    errors: list[FixtureError] = []
-    for fixture in matrix.files:
-        errors.extend(_duplicate_names(fixture.rows))
-        errors.extend(_budget_errors(fixture.rows))
+    """Every configuration error the checks find in the parsed matrix, in file order (empty when it can
+    run); the errors broken rows carry from parsing are ``row_errors``."""
+    matrix, duplicates = _renamed_duplicates(matrix)
+    by_name = _by_name(matrix)
+    errors = [
+        error
+        for row in matrix.rows
+        for error in [*duplicates.get((row.file, row.line, row.name), []), *_errors_of(row, by_name)]
+    ]
+    return _unique([*_file_errors(matrix), *errors])
+
+
+def isolate_row_errors(matrix: Matrix) -> tuple[Matrix, list[FixtureError]]:
+    """The matrix with each row's configuration error on that row (it is ERR without running, every
+    other row runs), and the errors of whole files, which stop the run."""
+    matrix, duplicates = _renamed_duplicates(matrix)
+    by_name = _by_name(matrix)
+
+    def checked(row: RowSpec) -> RowSpec:
+        errors = [*duplicates.get((row.file, row.line, row.name), []), *_errors_of(row, by_name)]
+        return with_error(row, errors[0]) if errors else row
+
+    files = tuple(replace(f, rows=tuple(checked(row) for row in f.rows)) for f in matrix.files)
+    return Matrix(files=files), _unique(_file_errors(matrix))
+
+
+def validate_paths(paths: Sequence[str]) -> tuple[Matrix, list[str]]:
+    """Every configuration error of the fixtures at ``paths``, not only the first (``assay validate``):
+    each file that cannot be read as a whole, each whole-file check, then each broken row, in file order;
+    and the matrix of the files that parse."""
+    files, errors = [], []
+    for path in fixture_paths(paths):
+        try:
+            files.append(parse_file(path))
+        except FixtureError as exc:
+            errors.append(str(exc))
+    matrix, file_errors = isolate_row_errors(Matrix(files=tuple(files)))
+    errors += [str(e) for e in file_errors]
+    errors += [row.error for row in matrix.rows if row.error is not None]
+    return matrix, list(dict.fromkeys(errors))
+
+
+def _file_errors(matrix: Matrix) -> list[FixtureError]:
+    return [e for fixture in matrix.files for e in _budget_errors(fixture.rows)]
+
+
+def _by_name(matrix: Matrix) -> dict[str, list[RowSpec]]:
     rows_by_name: dict[str, list[RowSpec]] = defaultdict(list)
     for row in matrix.rows:
         rows_by_name[row.name].append(row)
-    for row in matrix.rows:
-        unencodable = text_errors(row)
-        errors.extend(unencodable)
-        if not unencodable:  # CEL and templates would stumble over the same text
-            errors.extend(_row_errors(row))
-        errors.extend(_baseline_errors(row, rows_by_name))
-    errors.extend(validate_suites(matrix))
-    return _unique(errors)
+    return rows_by_name
 
 
-def _duplicate_names(rows: Iterable[RowSpec]) -> list[FixtureError]:
-    seen: dict[str, int] = {}
-    errors = []
-    for row in rows:
-        if row.name in seen:
-            errors.append(
-                FixtureError(
-                    row.file, row.line, f"duplicate row name '{row.name}' (first at line {seen[row.name]})", "Name"
-                )
-            )
-        else:
-            seen[row.name] = row.line
-    return errors
+def _errors_of(row: RowSpec, rows_by_name: dict[str, list[RowSpec]]) -> list[FixtureError]:
+    """The configuration errors of one row that parsing could not see (a broken row has its own)."""
+    if row.error is not None:
+        return []
+    errors = text_errors(row)
+    if not errors:  # CEL and templates would stumble over the same text
+        errors = [*_row_errors(row), *suite_row_errors(row)]
+    return [*errors, *_baseline_errors(row, rows_by_name)]
+
+
+def _renamed_duplicates(matrix: Matrix) -> tuple[Matrix, dict[tuple[str, int, str], list[FixtureError]]]:
+    """A second row of a file with a taken name is renamed ``NAME (line N)`` and carries the error."""
+    errors: dict[tuple[str, int, str], list[FixtureError]] = {}
+    files = []
+    for fixture in matrix.files:
+        seen: dict[str, int] = {}
+        rows = []
+        for row in fixture.rows:
+            if row.name in seen:
+                message = f"duplicate row name '{row.name}' (first at line {seen[row.name]})"
+                row = replace(row, name=f"{row.name} (line {row.line})")
+                errors[(row.file, row.line, row.name)] = [FixtureError(row.file, row.line, message, "Name")]
+            else:
+                seen[row.name] = row.line
+            rows.append(row)
+        files.append(replace(fixture, rows=tuple(rows)))
+    return Matrix(files=tuple(files)), errors
 
 
 def _budget_errors(rows: Sequence[RowSpec]) -> list[FixtureError]:

@@ -14,7 +14,7 @@ from fixtures_core.execution.spending import Spending
 from fixtures_core.parsing.matrix import load_matrix, samples_at_once, select
 from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.throughput import merge_limits
-from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.parsing.validate import isolate_row_errors
 from fixtures_core.records.resume import check_fixtures, find_started, resumed_rows
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import SHIPPED
@@ -51,6 +51,9 @@ class Plan:
 def plan(options: RunOptions) -> Plan:
     """Load, validate and select the rows of a run; raise before anything runs.
 
+    A configuration error of one row (or table, block, golden file) puts that row in the plan as
+    ERR with its message, and every other row runs; errors of a whole file stop the run.
+
     A baseline is loaded here too, and must share rows with the matrix: a
     missing, unreadable or unrelated one stops the run before it spends
     anything (the gate fails closed).
@@ -60,7 +63,7 @@ def plan(options: RunOptions) -> Plan:
     matrix = load_matrix(options.paths)
     if options.judge is not None:
         matrix = with_judge(matrix, options.judge)
-    errors = validate_matrix(matrix)
+    matrix, errors = isolate_row_errors(matrix)
     if errors:
         raise ValidationFailed(errors)
     selected = select(matrix, options.filter, options.repeat)

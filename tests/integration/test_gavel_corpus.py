@@ -18,7 +18,7 @@ RULES = sorted(p for p in CORPUS.glob("*.md") if p.name != "README.md")
 
 
 def test_every_rule_of_the_issue_has_a_corpus_file() -> None:
-    assert len(RULES) == 13, [p.name for p in RULES]
+    assert len(RULES) == 16, [p.name for p in RULES]
 
 
 @pytest.mark.parametrize("fixture", RULES, ids=lambda p: p.stem)
@@ -29,13 +29,14 @@ def test_each_row_gets_gavels_status(fixture: Path, tmp_path: Path) -> None:
     got = {row["name"]: row["status"] for row in rows}
     expected = {row["name"]: row["properties"].get("gavel") for row in rows}
     assert got == expected
-    assert done.returncode == (1 if "FAIL" in expected.values() else 0), done.stdout + done.stderr
+    verdict = 2 if "ERR" in expected.values() else 1 if "FAIL" in expected.values() else 0
+    assert done.returncode == verdict, done.stdout + done.stderr
 
 
 def test_validate_names_what_assay_reads_but_does_not_run(tmp_path: Path) -> None:
     done = run_cli(["validate", str(CORPUS)], cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok: 14 files, 49 rows, 47 samples, 5 warnings"
+    assert done.returncode == 2, done.stderr  # the row-scoped golden errors of 16-row-scoped-golden.md
+    assert done.stdout == ""
     warnings = [line.split(str(CORPUS) + "/", 1)[1] for line in done.stderr.splitlines()]
     assert warnings == [
         "05-script-fences.md:5: bash fence is not run: a later bash fence is the script",
@@ -45,7 +46,12 @@ def test_validate_names_what_assay_reads_but_does_not_run(tmp_path: Path) -> Non
         "07-validation-bullets.md:55: bullet 'this bullet is prose' is not a validation (no 'kind:'): ignored",
         "07-validation-bullets.md:67: list holds no validation (cel:, contains:, regex:, not:): "
         "ignored in 'a prose list is not a validation list'",
+        f"16-row-scoped-golden.md:6: Stdout: golden file '@golden/missing.txt' not found ({CORPUS}/golden/missing.txt)",
+        f"16-row-scoped-golden.md:8: Stdout: glob '@golden/none/*.txt' matched no files (under {CORPUS})",
     ]
+    done = run_cli(["validate", *(str(p) for p in CORPUS.glob("*.md") if not p.name.startswith("16-"))], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok: 16 files, 54 rows, 52 samples, 5 warnings"
 
 
 def test_validate_warns_about_gavel_constructs_assay_ignores(tmp_path: Path) -> None:
@@ -71,11 +77,31 @@ def test_validate_warns_about_gavel_constructs_assay_ignores(tmp_path: Path) -> 
     ]
 
 
-def test_missing_golden_file_is_a_configuration_error(tmp_path: Path) -> None:
+def test_a_broken_row_is_err_with_its_error_and_the_others_run(tmp_path: Path) -> None:
     fixture = tmp_path / "golden.md"
-    fixture.write_text("| Name | Command | Stdout |\n|---|---|---|\n| a | echo hi | @missing.txt |\n", encoding="utf-8")
-    done = run_cli([str(fixture), "--engine", "local", "--out", str(tmp_path / "state")], cwd=tmp_path)
-    assert done.returncode == 2
-    assert done.stderr.strip() == (
-        f"error: {fixture}:3: Stdout: golden file '@missing.txt' not found ({tmp_path / 'missing.txt'})"
+    fixture.write_text(
+        "| Name | Command | Stdout |\n|---|---|---|\n| a | echo hi | @missing.txt |\n| b | echo hi | |\n",
+        encoding="utf-8",
     )
+    done, document = run_local(fixture, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    a, b = document["fixtures"][0]["rows"]
+    message = f"{fixture}:3: Stdout: golden file '@missing.txt' not found ({tmp_path / 'missing.txt'})"
+    assert (a["status"], a["error"], a["samples"]) == ("ERR", message, [])
+    assert b["status"] == "PASS"
+    assert message in done.stdout
+
+
+def test_validate_lists_every_error_of_every_file(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\nrepat: 2\n---\n| Name |\n|---|\n| x |\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text(
+        "| Name | Exit Code |\n|---|---|\n| y | z |\n| ok | 0 |\n\n### command: no script\n\ntext\n",
+        encoding="utf-8",
+    )
+    done = run_cli(["validate", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 2
+    assert [line.removeprefix(f"error: {tmp_path}/") for line in done.stderr.splitlines()] == [
+        "a.md:2: repat: unknown key 'repat' (did you mean 'repeat'?)",
+        "b.md:3: Exit Code: must be an integer, got 'z'",
+        "b.md:6: command: command block 'no script' has no script fence (allowed languages: bash)",
+    ]

@@ -38,3 +38,12 @@ def parse_error(tmp_path: Path, text: str) -> tuple[str, FixtureError]:
 def by_name(rows: tuple[RowSpec, ...]) -> dict[str, RowSpec]:
     """Rows keyed by name."""
     return {row.name: row for row in rows}
+
+
+def row_error(tmp_path: Path, text: str) -> tuple[str, str]:
+    """The display path of the written file and the one error its broken rows carry (the file parses:
+    a broken row, table, block or golden file makes only its own rows ERR)."""
+    path = write(tmp_path, text)
+    errors = {row.error for row in parse_file(path).rows if row.error is not None}
+    assert len(errors) == 1, errors
+    return path.as_posix(), errors.pop()

@@ -15,7 +15,7 @@ from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.blocks import Block, Fence, block_row, is_validation_list
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.parsing.settings import Inherited
-from tests.core.parsing.fixture_files import by_name, parse, parse_error, write
+from tests.core.parsing.fixture_files import by_name, parse, row_error, write
 
 
 def no_yaml(text: str, line: int) -> tuple[dict[str, object], dict[str, int], dict[str, list[int]]]:
@@ -249,13 +249,13 @@ def test_python_fence_runs_with_this_interpreter(tmp_path: Path) -> None:
 
 
 def test_missing_script_fence_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "# T\n\n### command: lonely\n\n```python\nprint(1)\n```\n")
-    assert str(error) == f"{path}:3: command: command block 'lonely' has no script fence (allowed languages: bash)"
+    path, error = row_error(tmp_path, "# T\n\n### command: lonely\n\n```python\nprint(1)\n```\n")
+    assert error == f"{path}:3: command: command block 'lonely' has no script fence (allowed languages: bash)"
 
 
 def test_unknown_interpreter_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\ncodeBlocks: [ruby]\n---\n### command: a\n\n```ruby\nputs 1\n```\n")
-    assert str(error).startswith(f"{path}:4: codeBlocks: no interpreter known for 'ruby'")
+    path, error = row_error(tmp_path, "---\ncodeBlocks: [ruby]\n---\n### command: a\n\n```ruby\nputs 1\n```\n")
+    assert error.startswith(f"{path}:4: codeBlocks: no interpreter known for 'ruby'")
 
 
 def test_other_bullet_with_a_colon_is_cel_as_in_gavel(tmp_path: Path) -> None:
@@ -264,8 +264,8 @@ def test_other_bullet_with_a_colon_is_cel_as_in_gavel(tmp_path: Path) -> None:
 
 
 def test_prose_bullet_with_a_colon_is_an_error_at_its_line(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- Note: it echoes\n")
-    assert str(error).startswith(
+    path, error = row_error(tmp_path, "### command: a\n\n```bash\necho\n```\n\n- cel: true\n- Note: it echoes\n")
+    assert error.startswith(
         f"{path}:8: validation: bullet 'Note: it echoes' is not cel:, contains:, regex: or not:, "
         "and Gavel reads it as CEL, which it is not ("
     )
@@ -273,8 +273,8 @@ def test_prose_bullet_with_a_colon_is_an_error_at_its_line(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("bullet", ["cel:", "contains:   "])
 def test_validation_without_a_value_is_an_error(tmp_path: Path, bullet: str) -> None:
-    path, error = parse_error(tmp_path, f"### command: a\n\n```bash\necho\n```\n\n- {bullet}\n")
-    assert str(error).startswith(f"{path}:7: validation: '{bullet.strip()}' needs a value")
+    path, error = row_error(tmp_path, f"### command: a\n\n```bash\necho\n```\n\n- {bullet}\n")
+    assert error.startswith(f"{path}:7: validation: '{bullet.strip()}' needs a value")
 
 
 def test_prose_bullets_are_ignored_and_warned_about(tmp_path: Path) -> None:
@@ -338,13 +338,13 @@ def test_fence_attributes_are_ignored_with_a_warning(tmp_path: Path) -> None:
 
 
 def test_block_needs_a_name(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "### command:\n\n```bash\necho\n```\n")
-    assert str(error) == f"{path}:1: command: a command block needs a name (### command: NAME)"
+    path, error = row_error(tmp_path, "### command:\n\n```bash\necho\n```\n")
+    assert error == f"{path}:1: command: a command block needs a name (### command: NAME)"
 
 
 def test_block_yaml_errors_name_the_file_line(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: e\n---\n### command: a\n\n```yaml\nrepeat: 1\nrepeat: [\n```\n")
-    assert str(error).startswith(f"{path}:9: invalid YAML in command yaml")
+    path, error = row_error(tmp_path, "---\nexec: e\n---\n### command: a\n\n```yaml\nrepeat: 1\nrepeat: [\n```\n")
+    assert error.startswith(f"{path}:9: invalid YAML in command yaml")
 
 
 @pytest.mark.parametrize(
@@ -359,15 +359,15 @@ def test_block_yaml_errors_name_the_file_line(tmp_path: Path) -> None:
     ],
 )
 def test_bad_block_yaml_value_names_its_line(tmp_path: Path, yaml_line: str, message: str) -> None:
-    path, error = parse_error(
+    path, error = row_error(
         tmp_path, f"### command: a\n\n```yaml\nskip: false\n{yaml_line}\n```\n\n```bash\necho\n```\n"
     )
-    assert str(error).startswith(f"{path}:5: {message}")
+    assert error.startswith(f"{path}:5: {message}")
 
 
 def test_block_yaml_must_be_a_mapping(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "### command: a\n\n```yaml\n- 1\n```\n\n```bash\necho\n```\n")
-    assert str(error) == f"{path}:4: command yaml must be a YAML map of key: value"
+    path, error = row_error(tmp_path, "### command: a\n\n```yaml\n- 1\n```\n\n```bash\necho\n```\n")
+    assert error == f"{path}:4: command yaml must be a YAML map of key: value"
 
 
 def test_block_skip_and_expected_streams(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.parser import parse_file
 
 
@@ -30,11 +29,18 @@ def test_escaped_at_is_literal(tmp_path: Path) -> None:
 
 def test_missing_golden_file_names_file_line_and_field(tmp_path: Path) -> None:
     path = write(tmp_path, "@nope.txt")
-    with pytest.raises(FixtureError) as caught:
-        parse_file(path)
-    assert (
-        str(caught.value) == f"{path.as_posix()}:3: Stdout: golden file '@nope.txt' not found ({tmp_path / 'nope.txt'})"
-    )
+    (row,) = parse_file(path).rows
+    assert row.error == f"{path.as_posix()}:3: Stdout: golden file '@nope.txt' not found ({tmp_path / 'nope.txt'})"
+
+
+def test_a_missing_golden_file_breaks_only_its_own_row(tmp_path: Path) -> None:
+    (tmp_path / "here.txt").write_text("hi\n", encoding="utf-8")
+    text = "| Name | Command | Stdout |\n|---|---|---|\n| a | echo hi | @nope.txt |\n| b | echo hi | @here.txt |\n"
+    path = tmp_path / "two.md"
+    path.write_text(text, encoding="utf-8")
+    a, b = parse_file(path).rows
+    assert a.error is not None and "golden file '@nope.txt' not found" in a.error
+    assert b.error is None and b.expect.stdout == "hi\n"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
@@ -43,10 +49,9 @@ def test_a_golden_file_that_is_no_regular_file_is_refused_without_reading(tmp_pa
     if kind == "fifo":
         os.mkfifo(target)  # reading it would block forever
     path = write(tmp_path, "@want.txt" if kind == "fifo" else "@/dev/zero")
-    with pytest.raises(FixtureError) as caught:
-        parse_file(path)
-    assert str(caught.value).startswith(f"{path.as_posix()}:3: Stdout: golden file ")
-    assert ("a FIFO" if kind == "fifo" else "a character device") in str(caught.value)
+    (row,) = parse_file(path).rows
+    assert row.error is not None and row.error.startswith(f"{path.as_posix()}:3: Stdout: golden file ")
+    assert ("a FIFO" if kind == "fifo" else "a character device") in row.error
 
 
 def test_glob_makes_one_row_per_file_with_file_properties(tmp_path: Path) -> None:
@@ -62,5 +67,5 @@ def test_glob_makes_one_row_per_file_with_file_properties(tmp_path: Path) -> Non
 
 
 def test_glob_without_matches_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(FixtureError, match=r":3: Stdout: glob '@none/\*\.txt' matched no files"):
-        parse_file(write(tmp_path, "@none/*.txt"))
+    (row,) = parse_file(write(tmp_path, "@none/*.txt")).rows
+    assert row.error is not None and ":3: Stdout: glob '@none/*.txt' matched no files" in row.error

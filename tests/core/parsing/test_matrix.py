@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import FixtureError, UsageError
+from fixtures_core.errors import FixtureError, UsageError, ValidationFailed
 from fixtures_core.parsing.matrix import fixture_paths, load_matrix, samples_at_once, select
 
 TABLE = "---\nexec: echo\nrepeat: 2\n---\n| Name |\n|---|\n{rows}"
@@ -75,11 +75,20 @@ def test_folder_without_fixtures_is_a_usage_error(tmp_path: Path) -> None:
         load_matrix([str(tmp_path / "empty")])
 
 
-def test_malformed_file_stops_loading(tmp_path: Path) -> None:
+def test_files_that_cannot_be_read_as_a_whole_are_all_named(tmp_path: Path) -> None:
     fixture(tmp_path / "a.md", "ok")
-    (tmp_path / "b.md").write_text("---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| bad |\n", encoding="utf-8")
-    with pytest.raises(FixtureError, match=r"b\.md:6: table: row has 1 cells but the header has 2"):
+    (tmp_path / "b.md").write_text("---\nexec: [\n---\n| Name |\n|---|\n| x |\n", encoding="utf-8")
+    (tmp_path / "c.md").write_text("---\nrepat: 2\n---\n| Name |\n|---|\n| y |\n", encoding="utf-8")
+    with pytest.raises(ValidationFailed) as failed:
         load_matrix([str(tmp_path)])
+    assert [str(e).split("/")[-1][:6] for e in failed.value.errors] == ["b.md:2", "c.md:2"]
+
+
+def test_a_broken_row_does_not_stop_loading(tmp_path: Path) -> None:
+    (tmp_path / "b.md").write_text("---\nexec: echo\n---\n| Name | Exit Code |\n|---|---|\n| bad | x |\n| ok | 0 |\n")
+    bad, ok = load_matrix([str(tmp_path)]).rows
+    assert bad.error is not None and "b.md:6: Exit Code: must be an integer" in bad.error
+    assert ok.error is None
 
 
 # --- select ----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from fixtures_core.parsing.builtins import go_os
 from fixtures_core.parsing.config import Where
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.parsing.tables import cell_text, column_key, command_argv, shell_wrapped, split_args, split_raw_row
-from tests.core.parsing.fixture_files import by_name, parse, parse_error, write
+from tests.core.parsing.fixture_files import by_name, parse, row_error, write
 
 GOOS = go_os()
 WHERE = Where("f.md", 7)
@@ -108,10 +108,9 @@ def test_command_argv_prefers_the_cell_then_the_default_then_bash_for_args() -> 
     assert command_argv(None, None, ("-c", "true"), (), WHERE) == ("bash", "-c", "true")
 
 
-def test_command_argv_without_any_command_is_an_error() -> None:
-    with pytest.raises(FixtureError) as caught:
-        command_argv(None, None, None, ("-a",), WHERE)
-    assert (caught.value.path, caught.value.line, caught.value.field) == ("f.md", 7, "Command")
+def test_command_argv_without_any_command_is_bash_as_in_gavel() -> None:
+    assert command_argv(None, None, None, ("-a",), WHERE) == ("bash", "-a")
+    assert command_argv(None, None, None, (), WHERE) == ("bash",)
 
 
 # --- warnings about what a table holds but does not run -------------------------------
@@ -161,33 +160,49 @@ def test_table_repeat_cell_overrides_frontmatter(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("row", "count"),
-    [("| a |", 1), ("| a | true | extra |", 3), ("| a | true | | |", 4)],
+    ("row", "count", "note"),
+    [
+        ("| a | true | extra |", 3, "the extra cells are ignored"),
+        ("| a | true | | |", 4, "the extra cells are ignored"),
+    ],
 )
-def test_row_with_wrong_cell_count_is_an_error_naming_file_and_line(tmp_path: Path, row: str, count: int) -> None:
-    path, error = parse_error(tmp_path, f"---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| ok | true |\n{row}\n")
-    assert str(error) == f"{path}:7: table: row has {count} cells but the header has 2"
-    assert (error.path, error.line, error.field) == (path, 7, "table")
+def test_a_long_row_runs_with_a_warning_as_in_gavel(tmp_path: Path, row: str, count: int, note: str) -> None:
+    path = write(tmp_path, f"---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| ok | true |\n{row}\n")
+    fixture = parse_file(path)
+    assert [(r.name, r.error, r.expect.cel) for r in fixture.rows] == [("ok", None, "true"), ("a", None, "true")]
+    assert [str(w) for w in fixture.warnings] == [
+        f"{path.as_posix()}:7: row has {count} cells but the header has 2: {note}, as in Gavel"
+    ]
+
+
+def test_a_short_row_has_empty_cells_as_in_gavel(tmp_path: Path) -> None:
+    fixture = parse_file(write(tmp_path, "| Name | Command | CEL |\n|---|---|---|\n| a | true |\n"))
+    ((row,), warnings) = fixture.rows, fixture.warnings
+    assert (row.name, row.argv, row.expect.cel, row.error, warnings) == ("a", ("true",), None, None, ())
 
 
 def test_text_line_right_after_a_table_is_a_row_and_says_how_to_end_the_table(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| a | true |\nsee above\n")
-    assert str(error).startswith(f"{path}:7: table: row has 1 cells but the header has 2")
-    assert "a table ends at a blank line" in str(error)
+    path = write(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| a | true |\nsee above\n")
+    fixture = parse_file(path)
+    assert [r.name for r in fixture.rows] == ["a", "see above"]
+    (warning,) = fixture.warnings
+    assert str(warning).startswith(f"{path.as_posix()}:7: row has 1 cells but the header has 2: its missing cells")
+    assert "a table ends at a blank line" in str(warning)
 
 
-def test_delimiter_row_with_wrong_cell_count_is_an_error_not_dropped_rows(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|\n| a | true |\n")
-    assert str(error) == (
-        f"{path}:4: table: header has 2 cells but the delimiter row below it has 1: "
+def test_delimiter_row_with_wrong_cell_count_makes_its_rows_err_not_dropped(tmp_path: Path) -> None:
+    path = write(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|\n| a | true |\n| b | true |\n\nafter\n")
+    rows = parse_file(path).rows
+    message = (
+        f"{path.as_posix()}:4: table: header has 2 cells but the delimiter row below it has 1: "
         "the table is not read until they match"
     )
-    assert error.field == "table"
+    assert [(r.name, r.line, r.error) for r in rows] == [("a", 6, message), ("b", 7, message)]
 
 
 def test_fixture_table_read_as_setext_heading_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n---\n")
-    assert str(error).startswith(f"{path}:4: table: header has 2 cells")
+    path, error = row_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n---\n")
+    assert error.startswith(f"{path}:4: table: header has 2 cells")
 
 
 def test_broken_documentation_table_is_not_an_error(tmp_path: Path) -> None:
@@ -195,9 +210,8 @@ def test_broken_documentation_table_is_not_an_error(tmp_path: Path) -> None:
 
 
 def test_empty_name_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n|  | true |\n")
-    assert str(error) == f"{path}:6: Name: a fixture table row needs a Name"
-    assert error.field == "Name"
+    path, error = row_error(tmp_path, "---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n|  | true |\n")
+    assert error == f"{path}:6: Name: a fixture table row needs a Name"
 
 
 def test_table_without_name_column_is_documentation(tmp_path: Path) -> None:
@@ -221,22 +235,20 @@ def test_table_without_name_column_is_documentation(tmp_path: Path) -> None:
 
 
 def test_duplicate_columns_are_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(
+    path, error = row_error(
         tmp_path, "---\nexec: echo\n---\n| Name | model | Model |\n|---|---|---|\n| a | x | y |\n"
     )
-    assert str(error) == f"{path}:4: Model: columns 'model' and 'Model' set the same value: keep one"
+    assert error == f"{path}:4: Model: columns 'model' and 'Model' set the same value: keep one"
 
 
 def test_two_aliases_of_one_special_column_are_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "| Name | Command | Exec |\n|---|---|---|\n| a | ls | ls |\n")
-    assert str(error) == f"{path}:1: Exec: columns 'Command' and 'Exec' set the same value: keep one"
+    path, error = row_error(tmp_path, "| Name | Command | Exec |\n|---|---|---|\n| a | ls | ls |\n")
+    assert error == f"{path}:1: Exec: columns 'Command' and 'Exec' set the same value: keep one"
 
 
-def test_row_without_any_command_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "| Name | CEL |\n|---|---|\n| a | true |\n")
-    assert str(error) == (
-        f"{path}:3: Command: no command: set exec in the frontmatter, fill a Command column or an Args column"
-    )
+def test_row_without_any_command_runs_bash_as_in_gavel(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "| Name | CEL |\n|---|---|\n| a | true |\n")
+    assert (row.argv, row.error) == (("bash",), None)
 
 
 def test_test_name_column_names_the_row(tmp_path: Path) -> None:
@@ -429,8 +441,8 @@ def test_args_cell_keeps_template_actions_whole(tmp_path: Path) -> None:
 
 
 def test_unbalanced_quote_in_args_is_an_error(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: tool\n---\n| Name | Args |\n|---|---|\n| a | 'open |\n")
-    assert str(error).startswith(f"{path}:6: Args: cannot split arguments")
+    path, error = row_error(tmp_path, "---\nexec: tool\n---\n| Name | Args |\n|---|---|\n| a | 'open |\n")
+    assert error.startswith(f"{path}:6: Args: cannot split arguments")
 
 
 def test_backtick_cel_with_escaped_pipes_becomes_or(tmp_path: Path) -> None:
@@ -469,20 +481,19 @@ def test_table_in_blockquote_counts_cells_without_the_marker(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("cell", "field"), [("0", "Repeat"), ("-1", "Repeat"), ("x", "Repeat"), ("2.5", "Repeat")])
 def test_bad_repeat_cell(tmp_path: Path, cell: str, field: str) -> None:
-    path, error = parse_error(tmp_path, f"---\nexec: echo\n---\n| Name | Repeat |\n|---|---|\n| a | {cell} |\n")
-    assert str(error) == f"{path}:6: {field}: must be a whole number >= 1, got {cell!r}"
+    path, error = row_error(tmp_path, f"---\nexec: echo\n---\n| Name | Repeat |\n|---|---|\n| a | {cell} |\n")
+    assert error == f"{path}:6: {field}: must be a whole number >= 1, got {cell!r}"
 
 
 @pytest.mark.parametrize("cell", ["5 parsecs", "0", "0s"])
 def test_bad_timeout_cell(tmp_path: Path, cell: str) -> None:
-    path, error = parse_error(tmp_path, f"---\nexec: echo\n---\n| Name | Timeout |\n|---|---|\n| a | {cell} |\n")
-    assert str(error).startswith(f"{path}:6: Timeout: ")
-    assert error.field == "Timeout"
+    path, error = row_error(tmp_path, f"---\nexec: echo\n---\n| Name | Timeout |\n|---|---|\n| a | {cell} |\n")
+    assert error.startswith(f"{path}:6: Timeout: ")
 
 
 def test_bad_exit_code_cell(tmp_path: Path) -> None:
-    path, error = parse_error(tmp_path, "---\nexec: echo\n---\n| Name | Exit Code |\n|---|---|\n| a | one |\n")
-    assert str(error) == f"{path}:6: Exit Code: must be an integer, got 'one'"
+    path, error = row_error(tmp_path, "---\nexec: echo\n---\n| Name | Exit Code |\n|---|---|\n| a | one |\n")
+    assert error == f"{path}:6: Exit Code: must be an integer, got 'one'"
 
 
 def test_cwd_cell_overrides_frontmatter(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.parser import parse_file
-from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.parsing.validate import isolate_row_errors, validate_matrix, validate_paths
 from fixtures_core.spec import Matrix
 
 
@@ -277,10 +277,32 @@ def test_all_errors_are_collected_in_file_order(tmp_path: Path) -> None:
     )
     errors = validate_matrix(matrix)
     assert [(e.path, e.line, e.field) for e in errors] == [
-        (paths["a"], 7, "Name"),
         (paths["a"], 6, "CEL"),
+        (paths["a"], 7, "Name"),
         (paths["b"], 6, "CEL"),
     ]
+
+
+def test_row_errors_stay_on_their_rows_and_the_other_rows_run(tmp_path: Path) -> None:
+    matrix, paths = matrix_of(
+        tmp_path,
+        a="---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| x | bad == |\n| x | true |\n| ok | true |\n",
+    )
+    isolated, stopping = isolate_row_errors(matrix)
+    assert stopping == []
+    assert [(row.name, row.error) for row in isolated.rows] == [
+        ("x", f"{paths['a']}:6: CEL: {validate_matrix(matrix)[0].message}"),
+        ("x (line 7)", f"{paths['a']}:7: Name: duplicate row name 'x' (first at line 6)"),
+        ("ok", None),
+    ]
+
+
+def test_validate_paths_lists_every_error_of_every_file(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\nexec: [\n---\n| Name |\n|---|\n| x |\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("| Name | Exit Code |\n|---|---|\n| y | z |\n| w | q |\n", encoding="utf-8")
+    matrix, errors = validate_paths([str(tmp_path)])
+    assert [e.split("/")[-1].split(":")[:2] for e in errors] == [["a.md", "2"], ["b.md", "3"], ["b.md", "4"]]
+    assert [row.name for row in matrix.rows] == ["y", "w"]
 
 
 # --- metrics and baselines ---------------------------------------------------------------
