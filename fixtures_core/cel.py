@@ -133,6 +133,46 @@ def whole(value: object) -> object:
     return value
 
 
+def conjuncts(expression: str) -> list[str]:
+    """The top-level ``&&`` operands of ``expression`` (one item when it is no plain conjunction).
+
+    A top-level ``||`` or ``?:`` binds looser than ``&&``, so an expression holding one is kept whole;
+    operators inside brackets and string literals (quoted, triple-quoted, raw) do not count.
+    """
+    parts: list[str] = []
+    depth, start, index = 0, 0, 0
+    while index < len(expression):
+        char = expression[index]
+        if char in "\"'":
+            index = _string_end(expression, index)
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and (expression.startswith("||", index) or char == "?"):
+            return [expression.strip()]
+        elif depth == 0 and expression.startswith("&&", index):
+            parts.append(expression[start:index].strip())
+            start = index + 2
+            index += 1
+        index += 1
+    parts.append(expression[start:].strip())
+    return parts if all(parts) else [expression.strip()]
+
+
+def _string_end(expression: str, start: int) -> int:
+    """The index after the string literal opening at ``start`` (the end of the text when unclosed)."""
+    quote = expression[start] * 3 if expression.startswith(expression[start] * 3, start) else expression[start]
+    raw = start > 0 and expression[start - 1] in "rR"
+    index = start + len(quote)
+    while index < len(expression):
+        if expression.startswith(quote, index):
+            return index + len(quote)
+        index += 2 if expression[index] == "\\" and not raw else 1
+    return len(expression)
+
+
 def compile_expression(expression: str, property_names: Iterable[str] = ()) -> Program:
     """Compile ``expression`` for a row with these properties; raise CelError."""
     return _compile(expression, declarable_properties(property_names))

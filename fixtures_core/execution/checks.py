@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from fixtures_core.cel import CelValue, Program, compile_expression, declarable_properties, parse_json
+from fixtures_core.cel import CelValue, Program, compile_expression, conjuncts, declarable_properties, parse_json
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.ansi import ansi_facts
 from fixtures_core.execution.sampling import Execution
@@ -43,6 +43,7 @@ class RowPrograms:
     assertion: Program | None
     indeterminate: Program | None
     metrics: Mapping[str, Program]
+    clauses: tuple[Program, ...] = ()  # the assertion's top-level ``&&`` operands, when it has two or more
 
     @property
     def uses_json(self) -> bool:
@@ -64,10 +65,12 @@ class RowPrograms:
 def row_programs(row: RowSpec) -> RowPrograms:
     """Compile every expression of a row (raises CelError; validation reports it first)."""
     names = cel_names(row)
+    clauses = conjuncts(row.expect.cel) if row.expect.cel else []
     return RowPrograms(
         assertion=compile_expression(row.expect.cel, names) if row.expect.cel else None,
         indeterminate=compile_expression(row.indeterminate, names) if row.indeterminate else None,
         metrics={m.name: compile_expression(m.extract, names) for m in row.metrics},
+        clauses=tuple(compile_expression(c, names) for c in clauses) if len(clauses) > 1 else (),
     )
 
 
@@ -122,7 +125,7 @@ def check_sample(
     not_json = _not_json(stdout) if programs.uses_json and "json" not in context else ""
     if execution.truncated:
         not_json += " (stdout was cut at the capture limit)"
-    assertion = _assert(programs.assertion, context, not_json) if programs.assertion else None
+    assertion = _assert(programs.assertion, context, not_json, programs.clauses) if programs.assertion else None
     metrics = {name: _extract(name, program, context, not_json, index) for name, program in programs.metrics.items()}
     indeterminate = _indeterminate(programs.indeterminate, context, not_json)
     errors = [c.error for c in (assertion, indeterminate) if c is not None and c.status == "error"]
@@ -321,13 +324,25 @@ def _evaluate(program: Program, context: Mapping[str, object], not_json: str) ->
     return result
 
 
-def _assert(program: Program, context: Mapping[str, object], not_json: str) -> Check:
+def _assert(program: Program, context: Mapping[str, object], not_json: str, clauses: tuple[Program, ...] = ()) -> Check:
+    """The assertion's outcome; a false one names its first false top-level ``&&`` clause."""
     result = _evaluate(program, context, not_json)
     if result.error is not None:
         return Check("error", result.error, program.expression)
     if not isinstance(result.value, bool):
         return Check("error", f"must be true or false, got {result.value!r}", program.expression)
-    return Check("pass" if result.value else "fail", None, program.expression)
+    if result.value:
+        return Check("pass", None, program.expression)
+    return Check("fail", _false_clause(clauses, context), program.expression)
+
+
+def _false_clause(clauses: tuple[Program, ...], context: Mapping[str, object]) -> str | None:
+    """``clause N of M is false: TEXT`` for the first clause that is false on its own (evaluated in
+    order, as ``&&`` would: a later clause may rely on an earlier one, e.g. ``has(json.a) && json.a > 1``)."""
+    for number, clause in enumerate(clauses, 1):
+        if clause.evaluate(context).value is False:
+            return f"clause {number} of {len(clauses)} is false: {clause.expression}"
+    return None
 
 
 def _indeterminate(program: Program | None, context: Mapping[str, object], not_json: str) -> Check | None:

@@ -177,7 +177,7 @@ def sample_reason(sample: SampleResult) -> str:
     if assertion is not None and assertion.status == "error":
         return assertion.error or "CEL error"
     if assertion is not None and assertion.status == "fail":
-        return CEL_FALSE
+        return f"{CEL_FALSE} ({assertion.error})" if assertion.error else CEL_FALSE
     return sample.status
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fixtures_core.cel import CelValue, compile_expression, declarable_properties, parse_json
+from fixtures_core.cel import CelValue, compile_expression, conjuncts, declarable_properties, parse_json
 from fixtures_core.errors import CelError
 from fixtures_core.limits import MAX_STDOUT_JSON_DEPTH, LimitExceeded
 
@@ -253,3 +253,22 @@ def test_a_nul_byte_never_cuts_a_string_short() -> None:
     program = compile_expression('[stdout.contains("LEAKED"), stdout.size(), json.a.endsWith("b"), files["f"]]')
     context = {"stdout": "ok\0 sk-LEAKED error", "json": {"a": "x\0b"}, "files": {"f": "1\0002"}}
     assert program.evaluate(context).value == [True, 19, True, "1\u24002"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "clauses"),
+    [
+        ("a && b && c", ["a", "b", "c"]),
+        ("f(a && b) && [x && y][0]", ["f(a && b)", "[x && y][0]"]),
+        ('stdout.contains("&&") && x', ['stdout.contains("&&")', "x"]),
+        ('\'it\'\'s\' && """a && b""" && c', ["'it''s'", '"""a && b"""', "c"]),
+        ('"a\\" && b" && c', ['"a\\" && b"', "c"]),  # an escaped quote does not end the string
+        ('r"\\" && c', ['r"\\"', "c"]),  # a raw string's backslash escapes nothing
+        ("a || b && c", ["a || b && c"]),  # || binds looser: the whole is no conjunction
+        ("a ? b && c : d", ["a ? b && c : d"]),
+        ("a &&", ["a &&"]),
+        ("single", ["single"]),
+    ],
+)
+def test_conjuncts_split_only_top_level_and(expression: str, clauses: list[str]) -> None:
+    assert conjuncts(expression) == clauses

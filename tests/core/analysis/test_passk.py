@@ -313,8 +313,7 @@ def test_suite_headline_withheld_naming_every_row() -> None:
     rows = [row("a", samples("ERR")), row("b", undecided), row("c", samples("PASS"))]
     figures = suite_figures(rows, None)
     assert figures.withheld == (
-        "2 rows withhold their estimates "
-        "(sample 0 errored: 'a'; sample 1 needs human judgment (indeterminate): 'b')"
+        "2 rows withhold their estimates (sample 0 errored: 'a'; sample 1 needs human judgment (indeterminate): 'b')"
     )
     assert figures.withheld_rows == ("a", "b")
 
@@ -322,9 +321,7 @@ def test_suite_headline_withheld_naming_every_row() -> None:
 def test_suite_headline_groups_withholding_rows_by_reason() -> None:
     rows = [row(name, (), status="ERR") for name in "abcdefg"]
     figures = suite_figures(rows, None)
-    assert figures.withheld == (
-        "7 rows withhold their estimates (no samples ran: 'a', 'b', 'c', 'd', 'e' and 2 more)"
-    )
+    assert figures.withheld == ("7 rows withhold their estimates (no samples ran: 'a', 'b', 'c', 'd', 'e' and 2 more)")
 
 
 def test_suite_with_no_rows_counted() -> None:

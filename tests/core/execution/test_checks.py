@@ -22,6 +22,7 @@ from fixtures_core.execution.checks import SampleFiles, check_sample, read_files
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.execution.sampling import Execution, execute
+from fixtures_core.reports import describe
 from fixtures_core.results import MetricValue, SampleResult
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
 
@@ -144,6 +145,25 @@ def test_false_assertion_fails_without_an_error() -> None:
     assert sample.assertions.status == "fail"
     assert sample.assertions.error is None
     assert sample.error is None
+
+
+def test_a_false_conjunction_names_its_first_false_clause() -> None:
+    cel = 'exitCode == 0 && json.state == "completed" && json.n > 3'
+    sample = check(make_row(cel=cel), ran('{"state": "failed", "n": 1}'))
+    assert (sample.status, sample.error) == ("FAIL", None)
+    assert sample.assertions is not None
+    assert sample.assertions.error == 'clause 2 of 3 is false: json.state == "completed"'
+    assert describe.sample_reason(sample) == ('CEL assertion false (clause 2 of 3 is false: json.state == "completed")')
+
+
+def test_clauses_are_checked_in_order_so_a_guard_protects_the_next() -> None:
+    sample = check(make_row(cel="has(json.n) && json.n > 3"), ran('{"a": 1}'))
+    assert sample.assertions is not None and sample.assertions.error == "clause 1 of 2 is false: has(json.n)"
+
+
+def test_a_conjunction_under_or_is_not_split() -> None:
+    sample = check(make_row(cel="exitCode == 1 || exitCode == 2 && true"), ran("{}"))
+    assert sample.assertions is not None and (sample.assertions.status, sample.assertions.error) == ("fail", None)
 
 
 def test_missing_key_is_an_error_not_false() -> None:

@@ -235,9 +235,7 @@ def test_table_without_name_column_is_documentation(tmp_path: Path) -> None:
 
 
 def test_duplicate_columns_are_an_error(tmp_path: Path) -> None:
-    path, error = row_error(
-        tmp_path, "---\nexec: echo\n---\n| Name | model | Model |\n|---|---|---|\n| a | x | y |\n"
-    )
+    path, error = row_error(tmp_path, "---\nexec: echo\n---\n| Name | model | Model |\n|---|---|---|\n| a | x | y |\n")
     assert error == f"{path}:4: Model: columns 'model' and 'Model' set the same value: keep one"
 
 
