@@ -149,7 +149,8 @@ class RowResult:
     sample's raw output as it was captured (a re-judged run's rows name the
     file of the run they were read from: ``../RUN/evidence/ROW.jsonl``).
     ``stopped``: why the row stopped before all its samples ran (its
-    ``error`` says it in words).
+    ``error`` says it in words). ``wall_ms``: the row's wall time in this
+    process (None when no sample started here, e.g. a configuration error).
     """
 
     id: str
@@ -167,6 +168,7 @@ class RowResult:
     stochastic: Stochastic | None = None
     evidence: str | None = None
     stopped: Stop | None = None
+    wall_ms: float | None = None  # from the row's first sample start to its end (samples may overlap)
 
     @property
     def passed(self) -> bool:

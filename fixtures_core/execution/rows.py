@@ -222,6 +222,7 @@ class _RowRun:
             self.error = f"sample {errored[0].index}: {errored[0].error}"
             self.stopped = errored[0].stopped
         self.deadline = math.inf
+        self.began: float | None = None
 
     def run(self) -> RowResult:
         row, pool = self.row, self.pool
@@ -234,7 +235,8 @@ class _RowRun:
                 return _result(row, (), "SKIP", f"{first} before the row started", "budget")
             self._stop(*self._stop_for(first), cancel=False)
             return self._result()
-        self.deadline = time.monotonic() + row.timeout_s  # the row starts with its first slot
+        self.began = time.monotonic()  # the row starts with its first slot
+        self.deadline = self.began + row.timeout_s
         if not self.samples:  # (a resumed row ran its skip command before)
             try:
                 skipped = skip_reason(row, self.deadline, self.settings, self.scope)
@@ -367,7 +369,8 @@ class _RowRun:
     def _result(self) -> RowResult:
         samples = tuple(self._sorted())
         status = worst("ERR" if self.error else "PASS", *(s.status for s in samples))
-        return _result(self.row, samples, status, self.error, self.stopped)
+        wall_ms = None if self.began is None else round((time.monotonic() - self.began) * 1000, 3)
+        return replace(_result(self.row, samples, status, self.error, self.stopped), wall_ms=wall_ms)
 
 
 def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:

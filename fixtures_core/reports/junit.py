@@ -224,7 +224,8 @@ def _details(row: RowResult) -> str:
 
 
 def _row_ms(row: RowResult) -> float:
-    return sum(s.duration_ms for s in row.samples)
+    """The row's wall time (a run recorded before rows had one: its samples' durations)."""
+    return row.wall_ms if row.wall_ms is not None else sum(s.duration_ms for s in row.samples)
 
 
 def _seconds(ms: float) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,10 @@ def test_every_status_and_an_arm_validate(mixed_run: RunResult, schema: xmlschem
 def test_the_failure_text_says_where_which_samples_and_shows_an_excerpt(matrix_run: RunResult) -> None:
     cases = {c.get("name"): c for c in ET.fromstring(junit(matrix_run)).iter("testcase")}
     failure = cases["API flaky"].find("failure")
-    assert failure is not None and failure.get("message") == "CEL assertion false on sample 3 of 5"
+    assert failure is not None and failure.get("message") == (
+        "CEL assertion false (clause 1 of 2 is false: "
+        '(json.execution.state == "completed" || json.execution.exitReason == "stop")) on sample 3 of 5'
+    )
     text = failure.text or ""
     assert text.startswith("examples/matrix.md:69\nCEL: ")
     assert "sample 3: FAIL: CEL assertion false" in text and '"state": "failed"' in text
@@ -82,3 +86,14 @@ def test_the_schemas_reject_what_they_should(matrix_run: RunResult) -> None:
     assert suite is not None
     del suite.attrib["tests"]
     assert not jenkins.is_valid(ET.tostring(root, encoding="unicode"))
+
+
+def test_a_testcase_takes_its_rows_wall_time_not_the_sum_of_its_samples(matrix_run: RunResult) -> None:
+    cases = {c.get("name"): c for c in ET.fromstring(junit(matrix_run)).iter("testcase")}
+    for row in matrix_run.rows:
+        assert row.wall_ms is not None and len(row.samples) == 5
+        assert cases[row.name].get("time") == f"{row.wall_ms / 1000:.3f}"
+    old = replace(matrix_run.rows[0], wall_ms=None)  # a run recorded before rows had a wall time
+    fixture = replace(matrix_run.fixtures[0], rows=(old,))
+    (case,) = ET.fromstring(junit(replace(matrix_run, fixtures=(fixture,)))).iter("testcase")
+    assert case.get("time") == f"{sum(s.duration_ms for s in old.samples) / 1000:.3f}"
