@@ -18,13 +18,21 @@ REPO = Path(__file__).resolve().parents[3]
 
 def test_one_line_per_sample_and_a_column_per_metric(matrix_run: RunResult) -> None:
     frame = sample_frame(matrix_run)
+    properties = [c for c in frame.columns if c.startswith("prop.")]
     assert list(frame.columns) == [
-        "run_id", "file", "row", "arm", "sample", "status", "duration_ms", "exit_code",
-        "metric.reasoning_tokens", "metric.duration_ms", "metric.cost_usd",
+        "run_id", "file", "row", "case", "arm", "sample", "status", "reason", "duration_ms", "exit_code",
+        *properties, "metric.reasoning_tokens", "metric.duration_ms", "metric.cost_usd",
     ]  # fmt: skip
+    assert {"prop.selector", "prop.prompt"} <= set(properties)
     assert len(frame) == 20  # 4 rows x 5 samples
     flaky = frame[frame["row"] == "API flaky"].set_index("sample")
     assert list(flaky["status"]) == ["PASS", "PASS", "PASS", "FAIL", "PASS"]
+    assert list(flaky["reason"]) == ["", "", "", flaky["reason"][3], ""]
+    assert flaky["reason"][3].startswith("CEL assertion false (clause 1 of 2 is false: ")
+    row = next(r for r in matrix_run.rows if r.name == "API flaky")
+    assert (flaky["prop.selector"] == row.properties["selector"]).all()
+    units = {name: summary.unit for name, summary in row.metrics.items()}
+    assert frame.attrs["units"] == {"duration_ms": "ms", **{f"metric.{n}": u for n, u in units.items()}}
     row = next(r for r in matrix_run.rows if r.name == "API flaky")
     assert list(flaky["metric.duration_ms"]) == list(row.metrics["duration_ms"].values)
     assert (frame["run_id"] == matrix_run.run_id).all() and (frame["file"] == "examples/matrix.md").all()
@@ -32,6 +40,7 @@ def test_one_line_per_sample_and_a_column_per_metric(matrix_run: RunResult) -> N
 
 def test_arms_and_missing_values(mixed_run: RunResult) -> None:
     frame = sample_frame(mixed_run)
+    assert frame["case"].isna().all()  # no A/B suite in this run
     arms = frame.drop_duplicates("row")["arm"].tolist()  # a SKIP row has no sample line
     assert arms[:3] == ["A", "B", "A"] and pd.isna(arms[3])
     broken = frame[frame["row"] == "broken"]
@@ -47,6 +56,8 @@ def test_written_files_read_back_equal(matrix_run: RunResult, tmp_path: Path, su
     assert list(loaded.columns) == list(expected.columns)
     assert loaded["metric.cost_usd"].tolist() == pytest.approx(expected["metric.cost_usd"].tolist())
     assert loaded["row"].tolist() == expected["row"].tolist()
+    if suffix == ".parquet":  # the units travel with the file
+        assert loaded.attrs["units"] == expected.attrs["units"]
 
 
 def test_an_unknown_format_is_a_usage_error() -> None:
