@@ -39,7 +39,12 @@ def main():
     best = max(eligible.values(), default=None)
     leaders = [label for label, total in eligible.items() if total == best]
     winner = leaders[0] if len(leaders) == 1 else "tie"
-    json.dump({"scores": scores, "winner": winner, "model": "examples/ab/judge.py (deterministic)"}, sys.stdout)
+    rationale = "; ".join(
+        f"{label}: {s['total']} points" + (f" ({', '.join(s['findings'])})" if s["findings"] else "")
+        for label, s in sorted(scores.items())
+    )
+    answer = {"scores": scores, "winner": winner, "model": "examples/ab/judge.py (deterministic)"}
+    json.dump({**answer, "rationale": rationale}, sys.stdout)
 
 
 if __name__ == "__main__":

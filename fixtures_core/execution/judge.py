@@ -9,7 +9,8 @@ Protocol (one call per case and sample; two with ``swap: true``):
                         "findings", "disqualified"}
     stdout  {"scores": {"A": {"axes": {...}, "total": N, "disqualifier": BOOL,
                               "findings": [TEXT, ...]}, "B": {...}},
-             "winner": "A" | "B" | "tie", "model": TEXT (optional provenance)}
+             "winner": "A" | "B" | "tie", "model": TEXT (optional provenance),
+             "rationale": TEXT (optional: why, in the judge's words, naming labels)}
 
 Candidates are labelled by a ``random.Random`` seeded with the run's seed,
 the case and the sample, so a seed reproduces every labelling; scores are
@@ -80,6 +81,7 @@ class Judgment:
     evidence: str = ""
     error: str | None = None
     output: str | None = None
+    rationale: str | None = None  # the judge's why, as it wrote it (with swap: the first order's)
 
 
 @dataclass(frozen=True)
@@ -200,10 +202,13 @@ def _with_base(failed: Judgment, base: Judgment) -> Judgment:
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class JudgeOutput:
+    """One judge call's answer, mapped from labels to arms."""
+
     scores: dict[str, ArmScore]  # by arm
-    winner: str
-    provenance: str | None
+    winner: str  # an arm, or "tie"
+    provenance: str | None = None
+    rationale: str | None = None
 
 
 def _call(
@@ -215,7 +220,7 @@ def _call(
     suffix: str,
     settings: JudgeSettings,
     containment: Containment,
-) -> _Outcome | Judgment:
+) -> JudgeOutput | Judgment:
     """Run the judge once on one labelling; its outcome by arm, or a failed Judgment."""
     document = {
         "row": call.case,
@@ -244,11 +249,9 @@ def _call(
     problem = _process_problem(done.exit_code, done.timed_out, done.cancelled, done.error, call.spec, stderr)
     if problem is None:
         try:
-            scores, winner, provenance = parse_output(stdout, labels, call.spec.axes)
+            return parse_output(stdout, labels, call.spec.axes)
         except JudgeOutputError as exc:
             problem = f"judge output is not JSON of the judge protocol's shape: {exc}"
-        else:
-            return _Outcome(scores, winner, provenance)
     return Judgment(
         case=call.case,
         sample=index,
@@ -273,10 +276,8 @@ def _process_problem(
     return None
 
 
-def parse_output(
-    text: str, labels: Mapping[str, str], axes: Sequence[str]
-) -> tuple[dict[str, ArmScore], str, str | None]:
-    """Scores by arm, the winning arm (or "tie") and the judge's provenance; JudgeOutputError otherwise.
+def parse_output(text: str, labels: Mapping[str, str], axes: Sequence[str]) -> JudgeOutput:
+    """Scores by arm, the winning arm (or "tie"), the judge's provenance and rationale; JudgeOutputError otherwise.
 
     The whole output must be one JSON object, or hold exactly one fenced ```json block.
     """
@@ -292,7 +293,10 @@ def parse_output(
         raise JudgeOutputError(f'"winner" must be one of {sorted(labels)} or "tie", got {winner!r}')
     provenance = document.get("model", document.get("provenance"))
     shown = None if provenance is None else provenance if isinstance(provenance, str) else json.dumps(provenance)
-    return by_arm, TIE if winner == TIE else labels[str(winner)], shown
+    rationale = document.get("rationale")
+    if rationale is not None and not isinstance(rationale, str):
+        raise JudgeOutputError(f'"rationale" must be text, got {type(rationale).__name__}')
+    return JudgeOutput(by_arm, TIE if winner == TIE else labels[str(winner)], shown, rationale or None)
 
 
 def _json_object(text: str) -> dict[str, object]:
@@ -345,12 +349,13 @@ def _number(value: object, where: str) -> float:
     return float(value)
 
 
-def _combine(base: Judgment, outcomes: Sequence[_Outcome]) -> Judgment:
+def _combine(base: Judgment, outcomes: Sequence[JudgeOutput]) -> Judgment:
     """One order as it is; with swap, scores are averaged and a disagreement is a tie."""
     first = outcomes[0]
     provenance = next((o.provenance for o in outcomes if o.provenance), None)
+    rationale = first.rationale
     if len(outcomes) == 1:
-        return replace(base, scores=first.scores, winner=first.winner, provenance=provenance)
+        return replace(base, scores=first.scores, winner=first.winner, provenance=provenance, rationale=rationale)
     second = outcomes[1]
     scores = {arm: _mean_score(first.scores[arm], second.scores[arm]) for arm in first.scores}
     agreed = first.winner == second.winner
@@ -361,6 +366,7 @@ def _combine(base: Judgment, outcomes: Sequence[_Outcome]) -> Judgment:
         swapped_winner=second.winner,
         disagreement=not agreed,
         provenance=provenance,
+        rationale=rationale,
     )
 
 
@@ -405,6 +411,7 @@ def _judgment_document(judgment: Judgment, seed: int) -> dict[str, object]:
         "swapped_winner": judgment.swapped_winner,
         "disagreement": judgment.disagreement,
         "provenance": judgment.provenance,
+        "rationale": judgment.rationale,
         "scores": {
             arm: {"total": s.total, "axes": dict(s.axes), "disqualifier": s.disqualifier, "findings": list(s.findings)}
             for arm, s in judgment.scores.items()

@@ -160,11 +160,20 @@ def test_one_fenced_json_block_is_accepted() -> None:
             "quality": 3}, "disqualifier": True, "findings": ["silent catch"]}}, "winner": "B"}  # fmt: skip
     text = "Here is my verdict:\n```json\n" + json.dumps(body) + "\n```\n"
 
-    scores, winner, provenance = parse_output(text, {"A": "variant", "B": "bare"}, AXES)
+    answer = parse_output(text, {"A": "variant", "B": "bare"}, AXES)
+    scores = answer.scores
 
-    assert winner == "bare" and provenance is None
+    assert answer.winner == "bare" and answer.provenance is None and answer.rationale is None
     assert scores["bare"].disqualifier and scores["bare"].findings == ("silent catch",)
     assert scores["variant"].axes == {"spec": 1.0, "quality": 2.0}
+
+
+def test_a_rationale_is_kept_as_text_and_must_be_text() -> None:
+    body = {"scores": {"A": {"total": 3}, "B": {"total": 5}}, "winner": "B", "rationale": "B added the test."}
+    answer = parse_output(json.dumps(body), {"A": "variant", "B": "bare"}, ())
+    assert (answer.winner, answer.rationale) == ("bare", "B added the test.")
+    with pytest.raises(JudgeOutputError, match='"rationale" must be text, got list'):
+        parse_output(json.dumps({**body, "rationale": ["x"]}), {"A": "variant", "B": "bare"}, ())
 
 
 def test_garbage_output_is_an_error_with_the_output_kept(tmp_path: Path, containment: Containment) -> None:
