@@ -1,22 +1,28 @@
 """The HTML report of a run: one self-contained file that works offline.
 
-No script, no font, no request: inline CSS, static SVG plots
-(``reports.plots``) and ``<details>`` for the drill-down, so the file opens the
-same in any browser, from a CI artifact or an e-mail, years from now. It
-shows the verdict, the rows with pass@k/pass^k and flaky marks, a
-distribution plot per metric, pass@k per group, the comparison with a saved
-run, and each row's samples with the failing check and an output excerpt.
+No font, no request: inline CSS, static SVG plots (``reports.plots``) and
+``<details>`` for the drill-down, so the file opens the same in any browser,
+from a CI artifact or an e-mail, years from now. A few lines of inline script
+add sorting and a status filter to the rows table; without script the page
+shows everything. It shows the verdict and why, the rows with pass@k/pass^k
+and flaky marks, a distribution plot per metric (with the saved run's values
+and its regressions), pass@k per group, the comparison with a saved run, each
+A/B suite (``html_suite``), and each row's samples with the failing check and
+an output excerpt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from html import escape
 
+from fixtures_core.analysis.baseline import MetricDelta
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, plots
 from fixtures_core.reports.comparison import Mark, comparison_lines, still_failing_text
+from fixtures_core.reports.html_parts import Html, tr
+from fixtures_core.reports.html_suite import ab_sections
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
 from fixtures_core.text import excerpt
 
@@ -41,6 +47,45 @@ details{margin:6px 0;border:1px solid #e0e0e0;border-radius:4px;padding:4px 10px
 summary{cursor:pointer;font-weight:600}.legend span{margin-right:14px}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:4px}
 code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;display:block}
+.verdict-box{border:2px solid #e0e0e0;border-radius:6px;padding:8px 14px;margin:8px 0}
+.verdict-box.box-FAIL,.verdict-box.box-ERR{border-color:#c62828;background:#fff5f5}
+.verdict-box.box-PASS{border-color:#2e7d32}
+.verdict-box p{margin:4px 0}tr.regressed td{background:#ffebee}
+.filters button{margin-right:6px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;padding:1px 10px;
+ cursor:pointer}.filters button.on{background:#424242;color:#fff}table.rows th{cursor:pointer}
+.ship-gate-verdict .badge{font-size:16px;padding:3px 12px}
+"""
+# Sorting and filtering of the rows table: the page works without it (every row is shown).
+_SCRIPT = """
+(function () {
+  var table = document.querySelector("table.rows"), filter = document.getElementById("row-filter");
+  if (!table || !filter) return;
+  function rows() { return Array.prototype.slice.call(table.querySelectorAll("tr.row")); }
+  filter.hidden = false;
+  filter.addEventListener("click", function (event) {
+    var status = event.target.dataset ? event.target.dataset.status : undefined;
+    if (status === undefined) return;
+    filter.querySelectorAll("button").forEach(function (b) { b.classList.toggle("on", b === event.target); });
+    rows().forEach(function (r) { r.hidden = !(status === "" || r.dataset.status === status); });
+  });
+  table.querySelectorAll("th").forEach(function (head, column) {
+    head.title = "sort";
+    head.addEventListener("click", function () {
+      var up = head.dataset.dir !== "up";
+      head.dataset.dir = up ? "up" : "down";
+      function key(r) {
+        var cell = r.children[column], text = cell.dataset.sort !== undefined ? cell.dataset.sort : cell.textContent;
+        var number = parseFloat(text);
+        return isNaN(number) ? text.trim() : number;
+      }
+      rows().sort(function (a, b) {
+        var x = key(a), y = key(b);
+        var order = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === "number" ? -1 : 1;
+        return up ? order : -order;
+      }).forEach(function (r) { r.parentNode.appendChild(r); });
+    });
+  });
+})();
 """
 
 
@@ -51,11 +96,12 @@ def html(run: RunResult) -> str:
         _header(run),
         _rows_section(run, anchors),
         _metrics_section(run, anchors),
+        ab_sections(run.suites),
         _suite_section(run),
         _comparison_section(run),
         _samples_section(run, anchors),
         '<p class="muted">Written by assay '
-        f"{escape(str(run.environment.get('assay_version', '')))}; one file, no script, no network.</p>",
+        f"{escape(str(run.environment.get('assay_version', '')))}; one file, no network.</p>",
     ]
     title = f"assay {run.verdict.shown}: {run.run_id}"
     return (
@@ -63,7 +109,7 @@ def html(run: RunResult) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
         + "\n".join(part for part in body if part)
-        + "\n</body></html>\n"
+        + f"\n<script>{_SCRIPT}</script>\n</body></html>\n"
     )
 
 
@@ -91,11 +137,13 @@ def _header(run: RunResult) -> str:
     facts += [(f"--{k.replace('_', '-')}", _option(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
     parts = [
         f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
+        f'<div id="verdict-box" class="verdict-box box-{verdict.colour}">'
         f'<p><span id="verdict" class="badge verdict {verdict.colour}">{verdict.shown}</span> {escape(counts)}</p>',
         f'<p id="answer"{_GATING if verdict.exit_code else ""}>verdict: {escape(describe.answer(run))}</p>',
     ]
     if run.error:
         parts.append(f'<p class="gating">error: {escape(run.error)}</p>')
+    parts.append("</div>")
     parts.append('<p class="muted">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
     return "\n".join(parts)
 
@@ -109,23 +157,54 @@ def _option(value: object) -> str:
 
 def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
     k = describe.k_label(run)
-    head = _tr(
+    head = tr(
         ["row", "status", "passed", "pass rate (95% CI)", f"pass@{k}", f"pass^{k}", "median time", "why"],
         header=True,
         numeric={2, 3, 4, 5, 6},
     )
+    regressed = _regressions(run)
     lines = []
     for row in run.rows:
         link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
         pass_at, pass_hat = _passk(row)
         median = describe.duration(describe.median_duration_ms(row))
+        why = "; ".join(filter(None, [describe.row_reason(row), *regressed.get(row.name, [])]))
+        css = "row regressed" if row.name in regressed else "row"
         lines.append(
-            f'<tr class="row" data-row="{escape(row.name)}" data-status="{row.status}">'
+            f'<tr class="{css}" data-row="{escape(row.name)}" data-status="{row.status}">'
             f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{describe.passed_cell(row)}</td>"
             f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
-            f"<td class='num'>{median}</td><td>{escape(describe.row_reason(row) or '')}</td></tr>"
+            f"<td class='num' data-sort='{describe.median_duration_ms(row) or ''}'>{median}</td>"
+            f"<td>{escape(why)}</td></tr>"
         )
-    return f'<h2 id="rows">Rows</h2>\n<table class="rows">{head}\n' + "\n".join(lines) + "</table>"
+    return (
+        f'<h2 id="rows">Rows</h2>\n{_filter_buttons(run)}<table class="rows">{head}\n' + "\n".join(lines) + "</table>"
+    )
+
+
+def _filter_buttons(run: RunResult) -> str:
+    """Buttons that show only the rows of one status (hidden until the script runs)."""
+    present = [s for s in ("PASS", "FAIL", "ERR", "SKIP") if any(row.status == s for row in run.rows)]
+    buttons = ['<button type="button" class="on" data-status="">all</button>']
+    buttons += [f'<button type="button" data-status="{s}">{s}</button>' for s in present]
+    return f'<p id="row-filter" class="filters" hidden>show {"".join(buttons)}</p>'
+
+
+def _regressions(run: RunResult) -> dict[str, list[str]]:
+    """What regressed against the saved run, by row name: its status, its metrics."""
+    comparison = run.comparison
+    if comparison is None:
+        return {}
+    found: dict[str, list[str]] = {}
+    for change in comparison.changes:
+        if change.gating:
+            found.setdefault(change.row, []).append(
+                f"regressed vs {comparison.baseline}: {change.before} → {change.after}"
+            )
+    for delta in comparison.metrics:
+        if delta.regressed:
+            found.setdefault(delta.row, []).append(f"{delta.name} regressed vs {comparison.baseline}")
+    return found
 
 
 def _status(row: RowResult) -> str:
@@ -161,11 +240,12 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
     names = list(dict.fromkeys(name for row in run.rows for name in row.metrics))
     if not names:
         return ""
-    parts = ['<h2 id="metrics">Metrics</h2>', _legend()]
+    parts = ['<h2 id="metrics">Metrics</h2>', _legend(run)]
+    saved = _saved_deltas(run)
     for name in names:
         rows = [(row, row.metrics[name]) for row in run.rows if name in row.metrics]
         first = rows[0][1]
-        lanes = [plots.lane(row, name, metric, anchors[row.id]) for row, metric in rows]
+        lanes = [plots.lane(row, name, metric, anchors[row.id], saved.get((row.name, name))) for row, metric in rows]
         facts = [first.unit, first.aggregate, f"{first.direction} is better" if first.direction != "none" else ""]
         facts.append("informational, never gates" if not first.gate else "")
         off = plots.off_axis_limits(lanes)
@@ -177,24 +257,45 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
         )
         parts.append(
             f'<h3 class="metric">{escape(name)} <span class="muted">({escape(", ".join(f for f in facts if f))})'
-            f"</span></h3>\n{plots.strip_plot(name, first.unit, lanes)}\n{note}{_metric_table(rows)}"
+            f"</span></h3>\n{plots.strip_plot(name, first.unit, lanes)}\n{note}{_metric_table(name, rows, saved, run)}"
         )
     return "\n".join(parts)
 
 
-def _legend() -> str:
+def _saved_deltas(run: RunResult) -> dict[tuple[str, str], MetricDelta]:
+    """Each (row, metric) compared with the saved run (``--baseline``), when the run has one."""
+    if run.comparison is None:
+        return {}
+    return {(delta.row, delta.name): delta for delta in run.comparison.metrics}
+
+
+def _legend(run: RunResult) -> str:
     dots = "".join(
         f'<span><i class="dot" style="background:{plots.COLORS[k]}"></i>{label}</span>'
         for k, label in (("pass", "sample passed"), ("fail", "sample failed"), ("error", "sample errored"))
     )
+    saved = (
+        f'<span style="color:{plots.SAVED_COLOR}">┆ saved run ({escape(run.comparison.baseline)}); '
+        "a red ! marks a regression</span>"
+        if run.comparison is not None
+        else ""
+    )
     return (
         f'<p class="legend muted">{dots}<span>◇ aggregate</span>'
-        '<span style="color:#1565c0">┆ baseline row</span><span style="color:#c62828">▮ fails a threshold</span></p>'
+        '<span style="color:#1565c0">┆ baseline row</span>'
+        f'{saved}<span style="color:#c62828">▮ fails a threshold</span></p>'
     )
 
 
-def _metric_table(rows: Sequence[tuple[RowResult, MetricSummary]]) -> str:
-    head = _tr(["row", "aggregate", "baseline row", "Δ%", "verdict"], header=True, numeric={1, 2, 3})
+def _metric_table(
+    name: str,
+    rows: Sequence[tuple[RowResult, MetricSummary]],
+    saved: dict[tuple[str, str], MetricDelta],
+    run: RunResult,
+) -> str:
+    compared = run.comparison is not None
+    titles = ["row", "aggregate", "baseline row", "Δ%", *(["saved run", "Δ% vs saved"] if compared else []), "verdict"]
+    head = tr(titles, header=True, numeric={1, 2, 3, 4, 5} if compared else {1, 2, 3})
     lines = []
     for row, metric in rows:
         value = "-" if metric.value is None else f"{metric.value:.4g} {metric.unit}"
@@ -205,7 +306,19 @@ def _metric_table(rows: Sequence[tuple[RowResult, MetricSummary]]) -> str:
             baseline = f"{comparison.baseline_value:.4g} ({comparison.baseline})" if known else comparison.baseline
             percent = comparison.regression_percent
             delta = "-" if percent is None else f"{percent:+.1f}%"
-        lines.append(_tr([row.name, value, baseline, delta, _metric_verdict(metric)], numeric={1, 2, 3}))
+        against = saved.get((row.name, name)) if compared else None
+        verdict = _metric_verdict(metric)
+        extra: list[str] = []
+        if compared:
+            extra = ["-" if against is None or against.baseline is None else f"{against.baseline:.4g} {metric.unit}"]
+            shown = None if against is None else against.delta_percent
+            extra.append("-" if shown is None else f"{shown:+.1f}%")
+        regressed = against is not None and against.regressed
+        if regressed and against is not None and run.comparison is not None:
+            verdict = f"✗ regressed vs {run.comparison.baseline}" + (f": {against.note}" if against.note else "")
+        cells = [row.name, value, baseline, delta, *extra, verdict]
+        numeric = {1, 2, 3, 4, 5} if compared else {1, 2, 3}
+        lines.append(tr(cells, numeric=numeric, css="regressed" if regressed else ""))
     return '<table class="metric-values">' + head + "".join(lines) + "</table>"
 
 
@@ -227,7 +340,7 @@ def _suite_section(run: RunResult) -> str:
     if figures is None:
         return ""
     k = describe.k_label(run)
-    head = _tr(
+    head = tr(
         ["group", "rows", f"pass@{k}", "", f"rows meeting pass@{k}", f"pass^{k}", "", f"rows meeting pass^{k}"],
         header=True,
         numeric={1, 2, 4, 5, 7},
@@ -269,9 +382,9 @@ def _comparison_section(run: RunResult) -> str:
     if found.error is not None:
         return f'{title}<p class="gating">Comparison failed: {escape(found.error)}</p>'
     numeric = {2, 3, 4, 5}
-    head = _tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric=numeric)
+    head = tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric=numeric)
     figures = "".join(
-        _tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.p, f.note], numeric=numeric, css=f.mark)
+        tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.p, f.note], numeric=numeric, css=f.mark)
         for f in found.figures
     )
     parts = [title, f'<table class="comparison">{head}{figures}</table>']
@@ -280,9 +393,9 @@ def _comparison_section(run: RunResult) -> str:
             f'<p class="still-failing">{_mark("informational")} {escape(still_failing_text(found.still_failing))}</p>'
         )
     if found.rows:
-        head = _tr(["", "row", "baseline", "current", "p"], header=True, numeric={4})
+        head = tr(["", "row", "baseline", "current", "p"], header=True, numeric={4})
         rows = "".join(
-            _tr([_mark(r.mark), r.row, r.before, r.after, r.p], numeric={4}, css=f"change {r.mark}") for r in found.rows
+            tr([_mark(r.mark), r.row, r.before, r.after, r.p], numeric={4}, css=f"change {r.mark}") for r in found.rows
         )
         parts.append(f'<h3>Changed rows</h3><table class="changes">{head}{rows}</table>')
     parts += [f'<p class="muted">warning: {escape(w)}</p>' for w in found.warnings]
@@ -292,10 +405,10 @@ def _comparison_section(run: RunResult) -> str:
     return "\n".join(parts)
 
 
-def _mark(mark: Mark) -> _Html:
+def _mark(mark: Mark) -> Html:
     if mark == "regressed":
-        return _Html('<b class="gating">!</b>')
-    return _Html('<span class="muted">·</span>' if mark == "informational" else "")
+        return Html('<b class="gating">!</b>')
+    return Html('<span class="muted">·</span>' if mark == "informational" else "")
 
 
 # --- samples --------------------------------------------------------------------
@@ -336,7 +449,7 @@ def _row_details(row: RowResult, anchor: str) -> str:
 
 def _samples_table(row: RowResult) -> str:
     names = list(row.metrics) or list(dict.fromkeys(n for s in row.samples for n in s.metrics))
-    head = _tr(["#", "status", "time", "exit", *names, "check"], header=True, numeric=set(range(2, 4 + len(names))))
+    head = tr(["#", "status", "time", "exit", *names, "check"], header=True, numeric=set(range(2, 4 + len(names))))
     lines = []
     for sample in row.samples:
         values = []
@@ -374,23 +487,6 @@ def _output(sample: SampleResult) -> str:
 
 
 # --- small formats --------------------------------------------------------------
-
-
-class _Html(str):
-    """Text that is already HTML: table cells insert it as is (every other cell is escaped)."""
-
-
-def _tr(
-    cells: Iterable[str], header: bool = False, numeric: set[int] | frozenset[int] = frozenset(), css: str = ""
-) -> str:
-    tag = "th" if header else "td"
-    out = []
-    for index, cell in enumerate(cells):
-        number = ' class="num"' if index in numeric else ""
-        text = cell if isinstance(cell, _Html) else escape(cell)
-        out.append(f"<{tag}{number}>{text}</{tag}>")
-    row_class = f' class="{css}"' if css else ""
-    return f"<tr{row_class}>" + "".join(out) + "</tr>"
 
 
 def _opt_int(value: int | None) -> str:

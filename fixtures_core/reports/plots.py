@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from fixtures_core.analysis.baseline import MetricDelta
 from fixtures_core.results import MetricSummary, Outcome, RowResult
 
 WIDTH = 900
@@ -24,6 +25,7 @@ _AXIS_H = 34
 _JITTER = (-6.0, 2.0, -2.0, 6.0, 0.0)  # vertical offsets by sample index, so equal values stay visible
 Scale = Callable[[float], float]  # a value to its x coordinate
 COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#8e24aa", "not_evaluated": "#9e9e9e"}
+SAVED_COLOR = "#6a1b9a"  # the saved run's value (``--baseline``), apart from the baseline row's blue
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,14 @@ class Lane:
     bad_above: float | None = None  # values above this fail a threshold
     bad_below: float | None = None  # values below this fail a threshold
     anchor: str = ""  # id of the row's details in the page
+    saved: float | None = None  # the saved run's value of the metric for this row (``--baseline``)
+    saved_name: str = ""
+    regressed: bool = False  # it regressed against the saved run: the lane is marked
 
 
-def lane(row: RowResult, name: str, metric: MetricSummary, anchor: str = "") -> Lane:
-    """The lane of one row for one metric: its samples' values, aggregate, baseline and failing zones."""
+def lane(row: RowResult, name: str, metric: MetricSummary, anchor: str = "", saved: MetricDelta | None = None) -> Lane:
+    """The lane of one row for one metric: its samples' values, aggregate, baseline and failing zones,
+    and the saved run's value and whether it regressed against it."""
     points = tuple(
         Point(s.index, float(v.value), _sample_outcome(s.status))
         for s in row.samples
@@ -77,6 +83,9 @@ def lane(row: RowResult, name: str, metric: MetricSummary, anchor: str = "") -> 
         bad_above=above,
         bad_below=below,
         anchor=anchor,
+        saved=saved.baseline if saved is not None else None,
+        saved_name=saved.note or "" if saved is not None else "",
+        regressed=saved is not None and saved.regressed,
     )
 
 
@@ -91,7 +100,7 @@ def domain(lanes: Sequence[Lane]) -> tuple[float, float]:
     every point into a corner, so it stays off the axis (the plot says so).
     """
     seen = [p.value for ln in lanes for p in ln.points]
-    seen += [v for ln in lanes for v in (ln.aggregate, ln.baseline) if v is not None]
+    seen += [v for ln in lanes for v in (ln.aggregate, ln.baseline, ln.saved) if v is not None]
     if not seen:
         return 0.0, 1.0
     low, high = min(seen), max(seen)
@@ -162,10 +171,16 @@ def _lane_svg(one: Lane, top: float, x: Scale, low: float, high: float, unit: st
             f"<title>fails below {_num(one.bad_below)} {escape(unit)}</title></rect>"
         )
     label = one.label if len(one.label) <= 24 else one.label[:23] + "…"
-    text = f'<text x="{_LABEL_W - 8}" y="{mid + 4:.1f}" text-anchor="end" font-size="12">{escape(label)}</text>'
+    mark = "! " if one.regressed else ""
+    colour = ' fill="#c62828" font-weight="bold"' if one.regressed else ""
+    text = (
+        f'<text x="{_LABEL_W - 8}" y="{mid + 4:.1f}" text-anchor="end" font-size="12"{colour}>'
+        f"{escape(mark + label)}</text>"
+    )
     if one.anchor:
         text = f'<a href="#{escape(one.anchor)}">{text}</a>'
-    out.append(f"{text}<title>{escape(one.label)}</title>")
+    told = f"{one.label}: regressed against the saved run" if one.regressed else one.label
+    out.append(f"{text}<title>{escape(told)}</title>")
     out.append(f'<line x1="{_LABEL_W}" x2="{right}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#e0e0e0" stroke-width="1"/>')
     if one.baseline is not None:
         bx = x(one.baseline)
@@ -173,6 +188,15 @@ def _lane_svg(one: Lane, top: float, x: Scale, low: float, high: float, unit: st
             f'<line class="baseline" x1="{bx:.1f}" x2="{bx:.1f}" y1="{top + 1}" y2="{top + _LANE_H - 1}" '
             f'stroke="#1565c0" stroke-width="2" stroke-dasharray="4 3">'
             f"<title>baseline {escape(one.baseline_name)}: {_num(one.baseline)} {escape(unit)}</title></line>"
+        )
+    if one.saved is not None:
+        sx = x(one.saved)
+        what = "regressed against the saved run" if one.regressed else "the saved run"
+        width = 3 if one.regressed else 2
+        out.append(
+            f'<line class="saved{" regressed" if one.regressed else ""}" x1="{sx:.1f}" x2="{sx:.1f}" '
+            f'y1="{top + 1}" y2="{top + _LANE_H - 1}" stroke="{SAVED_COLOR}" stroke-width="{width}" '
+            f'stroke-dasharray="2 2"><title>{what}: {_num(one.saved)} {escape(unit)}</title></line>'
         )
     for point in one.points:
         py = mid + _JITTER[point.sample % len(_JITTER)]

@@ -49,12 +49,12 @@ def case_table(suite: SuiteOutcome) -> list[list[str]]:
     """Header and one line per case: Fixture, one column per arm, Margin, Verdict."""
     rows = [["Fixture", *suite.arms, "Margin", "Verdict"]]
     for case in suite.cases:
-        cells = [_arm_cell(case, arm, suite.dry_run) for arm in suite.arms]
+        cells = [arm_cell(case, arm, suite.dry_run) for arm in suite.arms]
         rows.append([case.name, *cells, points(case.margin, sign=True), case.verdict])
     return rows
 
 
-def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool) -> str:
+def arm_cell(case: CaseOutcome, arm: str, dry_run: bool) -> str:
     """An arm's score; in a dry run, the share of verification commands that passed before any change."""
     outcome = case.arms.get(arm)
     if outcome is None:
@@ -197,5 +197,10 @@ def suite_markdown(suite: SuiteOutcome) -> list[str]:
 
 
 def _gate_cell(gate: GateResult) -> str:
+    return escape(gate_outcome(gate))
+
+
+def gate_outcome(gate: GateResult) -> str:
+    """``ok``, ``FAILED``, ``ERROR: why`` or ``-: why`` (not evaluated)."""
     text = _GATE_MARK[gate.status]
-    return escape(f"{text}: {gate.error}") if gate.error and gate.status in ("error", "not_evaluated") else text
+    return f"{text}: {gate.error}" if gate.error and gate.status in ("error", "not_evaluated") else text

@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -220,3 +221,61 @@ def test_live_progress_on_a_terminal(tmp_path: Path) -> None:
     assert process.returncode == 0, text
     assert "running one (" in text and "eta " in text  # the live panel was drawn (the report has neither)
     assert "PASS" in text.splitlines()[-1] or "PASS" in text[-200:]  # then the report
+
+
+def test_ab_suite_html_shows_margins_gates_and_verdict_in_headless_chromium(tmp_path: Path) -> None:
+    suite_dir = tmp_path / "ab"
+    shutil.copytree(REPO / "examples" / "ab", suite_dir)
+    suite = suite_dir / "suite.md"
+    suite.write_text(suite.read_text(encoding="utf-8").replace("r.margin >= 5.0", "r.margin >= 50.0"), encoding="utf-8")
+    page = tmp_path / "ab.html"
+    done = local([str(suite), "--html", str(page)], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # a hard gate failed; every row passed
+
+    screenshot = tmp_path / "ab.png"
+    cells = "[...document.querySelectorAll({!r})].map(e => e.textContent.trim())".format
+    with headless_chromium(tmp_path / "chromium-profile") as browser:
+        loaded = browser.load(
+            page.as_uri(),
+            {
+                "box": "document.getElementById('verdict-box').innerText",
+                "cases": cells("table.ab-cases tr.case td:first-child"),
+                "margins": cells("table.ab-cases tr.case td:nth-child(4)"),
+                "gates": "[...document.querySelectorAll('table.gates tr.gate')]"
+                ".map(r => [...r.children].slice(0, 3).map(c => c.textContent.trim()))",
+                "ship_gate": "document.querySelector('.ship-gate-verdict').innerText",
+                "ship_gate_visible": "document.querySelector('.ship-gate-verdict').getBoundingClientRect().height",
+                "rationales": "document.querySelectorAll('.rationale').length",
+                "filter_visible": "!document.getElementById('row-filter').hidden",
+                "after_filter": (
+                    "document.querySelector('#row-filter button[data-status=PASS]').click(),"
+                    "[...document.querySelectorAll('tr.row')].filter(r => !r.hidden).length"
+                ),
+                "sorted": (
+                    "document.querySelector('table.rows th').click(),"
+                    "[...document.querySelectorAll('tr.row')].map(r => r.dataset.row)"
+                ),
+            },
+            screenshot,
+        )
+    assert loaded.errors == [], loaded.errors
+    assert loaded.requests == [page.as_uri()], "the page must load nothing but itself"
+    values = loaded.values
+    assert values["box"].startswith("FAIL")
+    assert "hard ship gate 'careful wins every gated case by 5 points or more' (" in values["box"]
+    assert values["cases"] == ["loud-flag", "config-comments", "docstring"]
+    assert values["margins"] == ["+16", "-", "+0"]  # config-comments: hasty was disqualified
+    assert values["gates"] == [
+        ["careful is never disqualified", "hard", "ok"],
+        ["careful wins every gated case by 5 points or more", "hard", "FAILED"],
+        ["the suite margin holds against the shipped run", "soft", "ok"],
+    ]
+    assert values["ship_gate"] == "SHIP-GATE VERDICT: FAIL" and values["ship_gate_visible"] > 10
+    assert values["rationales"] == 3
+    assert values["filter_visible"] and values["after_filter"] == 6
+    assert values["sorted"] == sorted(values["sorted"])
+
+    image = Image.open(screenshot).convert("RGB")
+    colors = image.getcolors(maxcolors=1 << 24) or []
+    fail_red = sum(count for count, (r, g, b) in colors if abs(r - 0xC6) < 12 and g < 60 and b < 60)
+    assert fail_red > 500, "the FAIL verdict, the failed gate and the ship-gate verdict are drawn in red"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.records.rundoc import RunResult
-from tests.suites import run_fixture
+from tests.suites import EXAMPLE_SUITE, run_fixture
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -45,3 +45,17 @@ def mixed_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     folder = tmp_path_factory.mktemp("mixed")
     (folder / "mixed.md").write_text(MIXED)
     return run_fixture(folder / "mixed.md", folder / "state")
+
+
+@pytest.fixture(scope="session")
+def ab_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    """The example A/B suite with one hard gate made to fail (careful must win by 50 points)."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("ab") / "ab"
+    shutil.copytree(EXAMPLE_SUITE.parent, folder)
+    suite = folder / "suite.md"
+    text = suite.read_text(encoding="utf-8")
+    assert "r.margin >= 5.0" in text
+    suite.write_text(text.replace("r.margin >= 5.0", "r.margin >= 50.0"), encoding="utf-8")
+    return run_fixture(suite, folder / "state")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from html import escape
 
 from fixtures_core.analysis.baseline import compare
 from fixtures_core.records.rundoc import RunResult
@@ -12,7 +13,8 @@ from fixtures_core.reports.html import html
 
 def test_the_page_is_self_contained(matrix_run: RunResult) -> None:
     page = html(matrix_run)
-    assert "<script" not in page and "<link" not in page and "@import" not in page and "url(" not in page
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert page.count("<script") == 1 and "<script>" in page  # one inline script: sorting and the filter
     # The only URLs are SVG namespace names, which browsers never fetch.
     assert set(re.findall(r"https?://[^\"' )]+", page)) == {"http://www.w3.org/2000/svg"}
     assert re.findall(r'\b(?:src|href)="(?!#)', page) == []  # links stay inside the page
@@ -28,7 +30,7 @@ def test_the_page_has_the_verdict_rows_plots_suite_and_samples(matrix_run: RunRe
     assert page.count('<tr class="group">') == 1 + 4  # all rows, then one per selector (--group-by)
     assert page.count('<details class="row-detail"') == 4
     assert page.count(" open><summary>") == 3  # failing rows open
-    assert "CEL assertion false on sample 3 of 5" in page
+    assert "CEL assertion false (clause 1 of 2 is false: " in page
     assert "threshold 120,000 ms is beyond the axis" in page
 
 
@@ -55,3 +57,43 @@ def test_every_status_renders(mixed_run: RunResult) -> None:
         assert f'data-status="{status}"' in page
     assert "skip: true" in page
     assert "withheld" in page
+
+
+def test_the_verdict_box_says_why(ab_run: RunResult) -> None:
+    page = html(ab_run)
+    box = page[page.index('<div id="verdict-box"') : page.index("</div>")]
+    assert 'class="verdict-box box-FAIL"' in box
+    assert "hard ship gate &#x27;careful wins every gated case by 5 points or more&#x27;" in box
+    assert "6 passed, 0 failed" in box
+
+
+def test_an_ab_suite_has_its_section_with_cases_gates_judge_and_verdict(ab_run: RunResult) -> None:
+    page = html(ab_run)
+    (suite,) = ab_run.suites
+    section = page[page.index('<section class="ab-suite"') : page.index("</section>")]
+    cases = re.findall(r'<tr class="case case-\w+">(.*?)</tr>', section)
+    assert [re.sub(r"<[^>]+>", "", c.split("</td>")[0]) for c in cases] == ["loud-flag", "config-comments", "docstring"]
+    loud = next(case for case in suite.cases if case.name == "loud-flag")
+    assert loud.margin is not None and f'<td class="num">+{loud.margin:g}</td>' in cases[0]
+    assert "DISQUALIFIED" in cases[1] and "[-3, 3]" in cases[2]
+    gates = re.findall(r'<tr class="gate (hard|soft) gate-(\w+)">', section)
+    assert gates == [("hard", "pass"), ("hard", "fail"), ("soft", "pass")]
+    assert "Known limits" in section and "docstring [-3, 3]" in section
+    assert '<span class="badge FAIL">SHIP-GATE VERDICT: FAIL</span>' in section
+    assert "disqualifier: silent catch (an error swallowed) at config.py:12" in section
+    rationale = next(j.rationale for c in suite.cases for j in c.judgments if c.name == "config-comments")
+    assert rationale and f'<span class="rationale">{escape(rationale)}</span>' in section
+
+
+def test_a_regression_against_the_saved_run_is_marked_on_plots_and_tables(matrix_run: RunResult) -> None:
+    flaky = next(r for r in matrix_run.rows if r.name == "API flaky")
+    better = {**flaky.metrics, "duration_ms": replace(flaky.metrics["duration_ms"], value=1.0, values=(1.0,) * 5)}
+    old_rows = tuple(replace(r, metrics=better) if r.name == "API flaky" else r for r in matrix_run.rows)
+    saved = replace(matrix_run, fixtures=(replace(matrix_run.fixtures[0], rows=old_rows),))
+    page = html(replace(matrix_run, comparison=compare(saved, matrix_run, 0.0, "shipped")))
+    assert page.count('<line class="saved regressed"') == 1  # the flaky row's duration lane
+    assert page.count('<line class="saved"') == 3 * 4 - 1
+    assert "! API flaky</text>" in page
+    assert '<tr class="regressed"><td>API flaky</td>' in page
+    assert "✗ regressed vs shipped" in page
+    assert 'class="row regressed" data-row="API flaky"' in page and "duration_ms regressed vs shipped" in page
