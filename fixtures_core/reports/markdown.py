@@ -1,43 +1,49 @@
 """The Markdown report of a run: what the terminal report says, as Markdown.
 
 One renderer for every place that shows a run as Markdown (the Prefect
-artifact, the CI step summary, ``report.md``): the rows table, the metrics
-table with baselines, why each row failed (file:line, CEL, failing samples,
-output excerpts), suite pass@k figures, A/B ship gates, the comparison with a
-saved run, the verdict, and where the run document is.
+artifact, the CI step summary, ``report.md``). The answer comes first: the
+verdict and why, the failing rows with file:line and reason, each A/B suite's
+ship-gate verdict and failed gates, the comparison's answer. Then, collapsed
+in ``<details>``: the rows table, the metrics table with baselines, why each
+row failed (CEL, failing samples, output excerpts), suite pass@k figures, the
+A/B ship-gate reports and the comparison with a saved run; last the verdict
+line and where the run document is.
 """
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
-from fixtures_core.reports.comparison import text_lines
+from fixtures_core.reports.comparison import comparison_lines, text_lines
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
+
+_ANSWER_ROWS = 20  # failing rows named in the answer; the rest are in the collapsed details
 
 
 def render(run: RunResult, document: str | Path | None = None) -> str:
-    """The whole report of ``run`` as Markdown; ``document`` is the run document's path, when known."""
+    """The whole report of ``run`` as Markdown, the answer first (verdict, why, failing rows, gates,
+    the comparison's answer), then the details collapsed; ``document`` is the run document's path."""
     label = f" [{run.label}]" if run.label else ""
     lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict.shown}**", ""]
     lines += [f"Verdict: {escape(describe.answer(run))}", ""]
-    lines += rows_table(run)
-    metrics = metrics_table(run)
-    if metrics:
-        lines += ["", "## Metrics", "", *metrics]
+    lines += answer_lines(run)
+    lines += _details(f"Rows ({len(run.rows)})", rows_table(run))
+    lines += _details("Metrics", metrics_table(run))
     found = describe.failures(run)
-    if found:
-        lines += ["", "## Failures"]
-        for failure in found:
-            lines += ["", *failure_section(failure)]
-    suite = describe.suite_lines(run)
-    if suite:
-        lines += ["", "## Suite", "", *(f"- {line.strip()}" for line in suite)]
+    lines += _details(
+        f"Why rows failed ({len(found)})", [x for failure in found for x in ["", *failure_section(failure)]]
+    )
+    lines += _details("Suite figures", [f"- {line.strip()}" for line in describe.suite_lines(run)])
     for outcome in run.suites:
-        lines += ["", *shipgate.suite_markdown(outcome)]
+        lines += _details(
+            f"A/B suite {outcome.file}: {shipgate.verdict_text(outcome)}", shipgate.suite_markdown(outcome)
+        )
     if run.comparison is not None:
-        lines += ["", "## Comparison with the baseline", "", *fenced(text_lines(run.comparison))]
+        verdict = comparison_lines(run.comparison).verdict or "comparison failed"
+        lines += _details(f"Comparison with {run.comparison.baseline}: {verdict}", fenced(text_lines(run.comparison)))
     note = describe.no_comparison_note(run)
     if note:
         lines += ["", note]
@@ -47,6 +53,42 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     if document is not None:
         lines += ["", f"Run document: {code(str(document))}"]
     return "\n".join(lines) + "\n"
+
+
+def answer_lines(run: RunResult) -> list[str]:
+    """What decided the verdict, as a list: failing rows (where and why), failed gates, the comparison."""
+    lines = []
+    bad = [row for row in run.rows if row.status in ("FAIL", "ERR")]
+    for row in bad[:_ANSWER_ROWS]:
+        why = describe.row_reason(row) or row.status
+        lines.append(f"- **{row.status}** {escape(row.name)} ({code(f'{row.file}:{row.line}')}): {escape(why)}")
+    if len(bad) > _ANSWER_ROWS:
+        lines.append(f"- and {len(bad) - _ANSWER_ROWS} more rows failed or errored (see the details below)")
+    for outcome in run.suites:
+        failed = [gate for gate in outcome.gates if gate.status in ("fail", "error")]
+        gates = "; ".join(f"{gate.severity} gate {gate.name!r}: {shipgate.gate_outcome(gate)}" for gate in failed)
+        lines.append(
+            f"- A/B suite {code(outcome.file)}: **{shipgate.verdict_text(outcome)}**"
+            + (f" ({escape(gates)})" if gates else "")
+        )
+    if run.comparison is not None:
+        found = comparison_lines(run.comparison)
+        regressed = [f.name for f in found.figures if f.mark == "regressed"] + [
+            r.row for r in found.rows if r.mark == "regressed"
+        ]
+        told = found.verdict or f"comparison failed: {found.error}"
+        lines.append(
+            f"- {escape(told)} ({escape(run.comparison.baseline)})"
+            + (f": {escape(', '.join(regressed))}" if regressed else "")
+        )
+    return [*lines, ""] if lines else []
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    """A collapsed section (GitHub, Prefect and most Markdown viewers fold ``<details>``); none when empty."""
+    if not body:
+        return []
+    return ["", f"<details><summary>{html.escape(summary)}</summary>", "", *body, "", "</details>"]
 
 
 def rows_table(run: RunResult) -> list[str]:

@@ -107,3 +107,31 @@ def test_markdown_and_terminal_give_the_same_reasons(run: RunResult) -> None:
                  "pass@2 1 (rows 3/3)", "1 passed, 2 failed, 0 errored, 0 skipped; 12 samples"):  # fmt: skip
         assert line in shown, line
         assert line in text.replace("\\_", "_"), line
+
+
+def test_the_answer_comes_first_and_the_details_are_collapsed(run: RunResult) -> None:
+    text = markdown.render(run)
+    answer, details = text.split("<details>", 1)
+    assert answer.splitlines()[2].startswith("Verdict: FAIL · exit 1 — 2 rows failed: 'slower', 'wobbly'")
+    failing = [line for line in answer.splitlines() if line.startswith("- **")]
+    assert [line.split(" (`")[0] for line in failing] == ["- **FAIL** slower", "- **FAIL** wobbly"]
+    assert "exceeds the allowed 25%" in failing[0] and "suite.md:16`)" in failing[0]
+    assert "| row |" not in answer and "### FAIL" not in answer  # the tables and reasons are folded
+    summaries = [line for line in text.splitlines() if line.startswith("<details><summary>")]
+    assert summaries == [
+        "<details><summary>Rows (3)</summary>",
+        "<details><summary>Metrics</summary>",
+        "<details><summary>Why rows failed (2)</summary>",
+        "<details><summary>Suite figures</summary>",
+    ]
+    assert text.count("<details>") == text.count("</details>") == 4
+    assert "| base | PASS | 4/4 |" in details
+
+
+def test_a_failed_ship_gate_is_in_the_answer(ab_run: RunResult) -> None:
+    answer = markdown.render(ab_run).split("<details>", 1)[0]
+    assert (
+        "- A/B suite `" in answer
+        and "**SHIP-GATE VERDICT: FAIL** (hard gate 'careful wins every gated case by 5 points or more': FAILED)"
+        in answer
+    )
