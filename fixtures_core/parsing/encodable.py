@@ -9,7 +9,7 @@ the file, the line and the field.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.spec import RowSpec
@@ -39,6 +39,31 @@ def text_errors(row: RowSpec) -> list[FixtureError]:
         if not _encodable(text):
             report(field, "holds a lone surrogate (such as \\ud800), which has no UTF-8 form")
     return errors
+
+
+# Frontmatter keys whose strings reach a process: a NUL byte in them can never run.
+_TO_PROCESS = ("exec", "args", "env", "cwd", "skip")
+
+
+def frontmatter_text_error(data: Mapping[str, object], key_lines: Mapping[str, int], path: str) -> FixtureError | None:
+    """The first frontmatter value no row could carry (every row depends on it, so it stops the file)."""
+    for key, value in data.items():
+        line = key_lines.get(key, 1)
+        if key == "env" and isinstance(value, dict):
+            for name in value:
+                if not str(name) or "=" in str(name) or "\0" in str(name):
+                    shown = _shown(str(name))
+                    message = f"invalid environment variable name {shown!r} (it must be non-empty, without '=' or NUL)"
+                    return FixtureError(path, line, message, "env")
+        for field, text in [(key, key), *_strings_in(value, key)]:
+            if not _encodable(text):
+                return FixtureError(
+                    path, line, "holds a lone surrogate (such as \\ud800), which has no UTF-8 form", field
+                )
+            if "\0" in text and key in _TO_PROCESS:
+                message = "holds a NUL byte (\\0), which no process argument or environment can carry"
+                return FixtureError(path, line, message, field)
+    return None
 
 
 def _strings_in(value: object, field: str) -> Iterator[tuple[str, str]]:

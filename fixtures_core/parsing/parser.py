@@ -32,6 +32,7 @@ from fixtures_core.parsing.blocks import (
     is_validation_list,
 )
 from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
+from fixtures_core.parsing.encodable import frontmatter_text_error
 from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.row_errors import broken_row
@@ -308,6 +309,9 @@ def _settings_from(
     data: Mapping[str, object], key_lines: dict[str, int], item_lines: dict[str, list[int]], path: str
 ) -> Inherited:
     reject_near_misses(key_lines, (*FRONTMATTER_KEYS, *GAVEL_ONLY_KEYS), path)
+    unusable = frontmatter_text_error(data, key_lines, path)
+    if unusable is not None:  # every row depends on the frontmatter: the file stops
+        raise unusable
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))

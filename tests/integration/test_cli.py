@@ -57,19 +57,22 @@ def test_a_dry_run_of_a_matrix_runs_nothing_and_never_says_pass(tmp_path: Path) 
     assert {sample["status"] for sample in row["samples"]} == {"SKIP"}
 
 
-def test_cel_compile_error_stops_before_any_command_runs(tmp_path: Path) -> None:
-    marker = tmp_path / "ran.txt"
+def test_a_cel_compile_error_makes_its_row_err_without_running_it(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
     fixture = tmp_path / "bad.md"
     fixture.write_text(
         "| Name | Command | CEL |\n|---|---|---|\n"
-        f"| good | `touch {marker}` | `exitCode == 0` |\n"
-        f"| bad | `touch {marker}` | `json.x +` |\n"
+        f"| good | `touch {good}` | `exitCode == 0` |\n"
+        f"| bad | `touch {bad}` | `json.x +` |\n"
     )
-    done = run_cli([str(fixture), "--engine", "local", "--out", str(tmp_path)], cwd=tmp_path)
+    document = tmp_path / "run.json"
+    done = run_cli([str(fixture), "--engine", "local", "--out", str(tmp_path), "--json", str(document)], cwd=tmp_path)
     assert done.returncode == 2
-    assert f"{fixture}:4: CEL:" in done.stderr
     assert "Traceback" not in done.stderr
-    assert not marker.exists()
+    rows = {row["name"]: row for row in json.loads(document.read_text())["fixtures"][0]["rows"]}
+    assert (rows["good"]["status"], rows["bad"]["status"]) == ("PASS", "ERR")
+    assert rows["bad"]["error"].startswith(f"{fixture}:4: CEL:") and rows["bad"]["stopped"] == "configuration"
+    assert good.exists() and not bad.exists()  # the other row ran; the broken one never started
 
 
 def test_validate_names_file_and_line(tmp_path: Path) -> None:
