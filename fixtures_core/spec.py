@@ -110,6 +110,18 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Daemon:
+    """A service a file's rows talk to (Gavel's frontmatter ``daemon:``): assay starts ``command``
+    on a free TCP port (``{{ .port }}``, ``$PORT``) before the file's first row, waits up to
+    ``ready_s`` until the port accepts connections, and stops it when the rows are done.
+    ``where`` is where it was set (``file:line``), which also names it."""
+
+    command: str
+    where: str
+    ready_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What every sample must show: exit code, exact streams, a CEL assertion."""
 
@@ -153,6 +165,7 @@ class RowSpec:
     concurrency: int | None = None  # the file's frontmatter: samples in flight at once (a run takes the smallest)
     limits: tuple[Limit, ...] = ()  # the file's frontmatter: caps per property value
     budget: Budget | None = None  # the file's frontmatter: a summed metric its samples may spend
+    daemon: Daemon | None = None  # the file's frontmatter: a service started for its rows
     # A configuration error of this row alone (``path:line: field: message``): the row is ERR without
     # running anything, and every other row of its file still runs (Gavel runs them too).
     error: str | None = None

@@ -63,6 +63,7 @@ from prefect.utilities.urls import url_for  # noqa: E402
 
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
+from fixtures_core.execution.daemons import running_daemons  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
 from fixtures_core.execution.slots import limit_keys  # noqa: E402
@@ -415,9 +416,11 @@ def _run_matrix(launch: Launch) -> RunResult:
             pool_for(options, planned, order, gate) as samples,
             _dask(options, run_id, live, sample_slots(options, planned.matrix)),
             runner.duplicate() as rows_pool,
+            running_daemons(order, live.containment) as daemons,
         ):
             live.pool = samples
             live.recorder = recorder
+            settings = replace(settings, daemons=daemons)
             futures = _start_rows(order, settings, options, rows_pool, at_once)
             try:
                 _wait_rows(futures)

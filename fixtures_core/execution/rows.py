@@ -21,13 +21,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.daemons import DaemonPort
 from fixtures_core.execution.pool import SamplePool, sample_pool
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, execute
 from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
@@ -44,6 +45,7 @@ class RunSettings:
 
     evidence_dir: the run's folder, where A/B attempts keep their evidence.
     dry_run:      attempts prepare, set up and verify, but never start the command.
+    daemons:      the started daemons of the run's files (``execution.daemons``).
     """
 
     run_id: str
@@ -51,6 +53,7 @@ class RunSettings:
     tmp_root: str | None = None
     evidence_dir: str | None = None
     dry_run: bool = False
+    daemons: Mapping[str, DaemonPort] = field(default_factory=dict)  # by ``Daemon.where``: ports or errors
 
 
 _CANCELLED = "cancelled"  # a row's give-up reason while it waits for a slot: the run was cancelled
@@ -78,7 +81,7 @@ def _execute_and_check(
 ) -> tuple[SampleResult, Mapping[str, str]]:
     """The checked sample and the environment it ran with."""
     try:
-        values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id)
+        values, env, cwd = sample_setting(row, index, tmpdir, settings.run_id, daemon_port(row, settings))
         if needs_attempt(row, settings.dry_run):
             return run_attempt(row, index, deadline, values, env, cwd, tmpdir, settings, containment), env
         argv = [_carried(render(arg, values), arg, "an argument") for arg in row.argv]
@@ -92,8 +95,14 @@ def _execute_and_check(
     return check_sample(row, index, execution, tmpdir, values), env
 
 
+def daemon_port(row: RowSpec, settings: RunSettings) -> int | None:
+    """The port of the row's file's daemon, when it has one that is serving."""
+    started = settings.daemons.get(row.daemon.where) if row.daemon is not None else None
+    return started.port if started is not None else None
+
+
 def sample_setting(
-    row: RowSpec, index: int, tmpdir: str, run_id: str = ""
+    row: RowSpec, index: int, tmpdir: str, run_id: str = "", port: int | None = None
 ) -> tuple[dict[str, object], dict[str, str], str]:
     """A sample's template values, environment and working directory (raises TemplateError).
 
@@ -105,6 +114,9 @@ def sample_setting(
     platform = platform_values(source_dir)
     values = template_values(row, index, tmpdir)
     env = dict(os.environ)
+    if port is not None:  # the file's daemon's: ``{{ .port }}`` and ``$PORT``, as the daemon has them
+        values["port"] = port
+        env["PORT"] = str(port)
     env.update({k: v for k, v in platform.items() if k not in row.env})
     env.update({key: _carried(render(value, values), value, f"env {key}") for key, value in row.env.items()})
     env.update(ASSAY_RUN_ID=run_id, ASSAY_ROW=row.name, ASSAY_SAMPLE=str(index), ASSAY_TMPDIR=tmpdir)
@@ -146,7 +158,7 @@ def skip_reason(row: RowSpec, deadline: float, settings: RunSettings, containmen
         return row.skip
     with tempfile.TemporaryDirectory(prefix="assay-skip-", dir=settings.tmp_root) as tmpdir:
         try:
-            _values, env, cwd = sample_setting(row, 0, tmpdir, settings.run_id)
+            _values, env, cwd = sample_setting(row, 0, tmpdir, settings.run_id, daemon_port(row, settings))
         except TemplateError:
             return None  # the row's own samples report the template error
         execution = execute(
@@ -183,6 +195,9 @@ def run_row(
             return run_row(row, settings, containment, sample_runner, on_sample, own)
     if row.error is not None:
         return _result(row, (), "ERR", row.error, "configuration")
+    not_serving = settings.daemons.get(row.daemon.where) if row.daemon is not None else None
+    if row.daemon is not None and (not_serving is None or not_serving.error is not None):
+        return _result(row, (), "ERR", not_serving.error if not_serving else f"daemon ({row.daemon.where}) not started")
     finished = pool.resumed.rows.get(row.id)
     if finished is not None:
         return finished  # a resumed run keeps the rows that finished

@@ -70,7 +70,7 @@ def _enclosing(folder: str, marker: str) -> str:
 
 # Names Gavel documents that assay cannot provide, with why (shown when a template uses one).
 UNSUPPORTED_NAMES = {
-    "port": "Gavel's frontmatter daemon: sets it, and assay does not run daemons",
+    "port": "a frontmatter daemon: sets it (this file has none)",
     "executablePath": "it is the path of the gavel binary",
     "query": "Gavel's Query column (AST queries) is not supported",
     **{
@@ -81,8 +81,8 @@ UNSUPPORTED_NAMES = {
 
 
 def template_names(row: RowSpec) -> list[str]:
-    """Every name a row's templates may use: properties, env variables, built-ins."""
-    return [*row.properties, *row.env, *TEMPLATE_BUILTINS]
+    """Every name a row's templates may use: properties, env variables, built-ins (``port`` with a daemon)."""
+    return [*row.properties, *row.env, *TEMPLATE_BUILTINS, *(["port"] if row.daemon is not None else [])]
 
 
 def suite_template_values(properties: Mapping[str, object], name: str, source_dir: str) -> dict[str, object]:

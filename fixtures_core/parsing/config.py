@@ -15,7 +15,7 @@ from fixtures_core.durations import parse_duration
 from fixtures_core.errors import FixtureError
 from fixtures_core.limits import MAX_REPEAT
 from fixtures_core.redaction import pattern_problem
-from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Direction, MetricSpec, Redaction, Threshold
+from fixtures_core.spec import AGGREGATES, DIRECTIONS, Aggregate, Daemon, Direction, MetricSpec, Redaction, Threshold
 from fixtures_core.text import excerpt
 
 
@@ -54,6 +54,30 @@ def read_exit_code(value: object, where: Where, field: str = "exitCode") -> int:
     if number is None:
         raise where.error(field, f"must be an integer, got {value!r}")
     return number
+
+
+DAEMON_KEYS = ("command", "ready")
+
+
+def read_daemon(value: object, where: Where, field: str = "daemon") -> Daemon:
+    """``daemon: COMMAND`` or ``daemon: {command: COMMAND, ready: 30s}`` (how long to wait for its port)."""
+    place = f"{where.path}:{where.line}"
+    if isinstance(value, str):
+        command, ready = value, None
+    elif isinstance(value, dict):
+        unknown = sorted(str(k) for k in value if k not in DAEMON_KEYS)
+        if unknown:
+            raise where.error(f"{field}.{unknown[0]}", f"unknown key (known: {', '.join(DAEMON_KEYS)})")
+        if "command" not in value:
+            raise where.error(field, "needs command: the service to start (it gets its port as {{ .port }})")
+        command, ready = read_string(value["command"], where, f"{field}.command"), value.get("ready")
+    else:
+        raise where.error(field, f"must be a command, or a map with command and ready, got {value!r}")
+    if not command.strip():
+        raise where.error(field, "the command is empty")
+    if ready is None:
+        return Daemon(command, place)
+    return Daemon(command, place, read_timeout(ready, where, f"{field}.ready"))
 
 
 def read_string(value: object, where: Where, field: str) -> str:

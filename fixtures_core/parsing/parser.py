@@ -31,7 +31,14 @@ from fixtures_core.parsing.blocks import (
     block_row,
     is_validation_list,
 )
-from fixtures_core.parsing.config import Where, read_redaction, read_string, read_string_list, reject_near_misses
+from fixtures_core.parsing.config import (
+    Where,
+    read_daemon,
+    read_redaction,
+    read_string,
+    read_string_list,
+    reject_near_misses,
+)
 from fixtures_core.parsing.encodable import frontmatter_text_error
 from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
@@ -46,12 +53,12 @@ from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
     "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", "serial", "concurrency", "limits", "budget",
+    "daemon",
     *SUITE_KEYS,
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
 GAVEL_ONLY_KEYS = {
     "build": "assay does not run build commands: build before the run",
-    "daemon": "assay does not start daemons: start the service before the run",
     "terminal": "assay allocates no pseudo-terminal: commands run with pipes (stdout and stderr apart)",
     "files": "Gavel's own runner ignores it too: use an @glob Stdout cell for one row per file",
 }
@@ -111,6 +118,7 @@ def parse_document(
             concurrency=settings.concurrency,
             limits=settings.limits,
             budget=settings.budget,
+            daemon=settings.daemon,
         )
         for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
         for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
@@ -330,6 +338,7 @@ def _settings_from(
         concurrency=read_concurrency(data["concurrency"], at("concurrency")) if "concurrency" in data else None,
         limits=read_limits(data["limits"], at("limits")) if "limits" in data else (),
         budget=read_budget(data["budget"], at("budget")) if "budget" in data else None,
+        daemon=read_daemon(data["daemon"], at("daemon")) if "daemon" in data else None,
     )
     return apply_common(settings, data, key_lines, item_lines, path)
 

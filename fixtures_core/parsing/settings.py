@@ -18,7 +18,7 @@ from fixtures_core.parsing.config import (
     read_timeout,
 )
 from fixtures_core.parsing.throughput import read_serial
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, Budget, Limit, MetricSpec, PropertyValue, Redaction
+from fixtures_core.spec import DEFAULT_TIMEOUT_S, Budget, Daemon, Limit, MetricSpec, PropertyValue, Redaction
 from fixtures_core.suite import SuiteSpec
 
 
@@ -46,6 +46,7 @@ class Inherited:
     concurrency: int | None = None  # frontmatter only, like limits and budget
     limits: tuple[Limit, ...] = ()
     budget: Budget | None = None
+    daemon: Daemon | None = None  # frontmatter only
 
     def platform_skip(self) -> str | None:
         """Why this machine's os or arch is excluded, or None (``!name`` excludes, as in Gavel)."""

@@ -7,8 +7,10 @@ slots (``runs.plan.pool_for``): local semaphores for ``limits``.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.daemons import running_daemons
 from fixtures_core.execution.pool import SamplePool
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.records.rundoc import RunResult
@@ -26,11 +28,13 @@ def run_locally(
 ) -> RunResult:
     """Run a planned matrix on threads and close the run."""
     recorder = open_run(options, run_id, planned, listener)
-    with pool_for(options, planned, planned.matrix.rows) as pool:
+    with (
+        pool_for(options, planned, planned.matrix.rows) as pool,
+        running_daemons(planned.matrix.rows, containment) as daemons,
+    ):
+        settings = replace(settings_for(options, run_id), daemons=daemons)
         try:
-            rows = run_rows_locally(
-                recorder, settings_for(options, run_id), containment, rows_at_once(options, planned.matrix), pool
-            )
+            rows = run_rows_locally(recorder, settings, containment, rows_at_once(options, planned.matrix), pool)
         except BaseException:
             # A second interrupt, raised here while the rows' threads ran: they have ended (every sample
             # was killed at once); their results are in the evidence. The run still gets its run.json.

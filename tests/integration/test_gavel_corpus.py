@@ -18,7 +18,7 @@ RULES = sorted(p for p in CORPUS.glob("*.md") if p.name != "README.md")
 
 
 def test_every_rule_of_the_issue_has_a_corpus_file() -> None:
-    assert len(RULES) == 16, [p.name for p in RULES]
+    assert len(RULES) == 17, [p.name for p in RULES]
 
 
 @pytest.mark.parametrize("fixture", RULES, ids=lambda p: p.stem)
@@ -51,13 +51,13 @@ def test_validate_names_what_assay_reads_but_does_not_run(tmp_path: Path) -> Non
     ]
     done = run_cli(["validate", *(str(p) for p in CORPUS.glob("*.md") if not p.name.startswith("16-"))], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok: 16 files, 54 rows, 52 samples, 5 warnings"
+    assert done.stdout.strip() == "ok: 17 files, 56 rows, 54 samples, 5 warnings"
 
 
 def test_validate_warns_about_gavel_constructs_assay_ignores(tmp_path: Path) -> None:
     fixture = tmp_path / "gavel.md"
     fixture.write_text(
-        "---\nbuild: make\ndaemon: serve {{.port}}\n---\n\n"
+        "---\nbuild: make\nterminal: pty\n---\n\n"
         "| Variable | Meaning |\n|---|---|\n| x | y |\n\n"
         "| Name | Command | Expected Error | Query |\n|---|---|---|---|\n| a | true | boom | q |\n\n"
         "```yaml\nexitCode: 1\n```\n\n- cel: true\n\n```go\nfmt.Println()\n```\n",
@@ -67,7 +67,8 @@ def test_validate_warns_about_gavel_constructs_assay_ignores(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert [line.removeprefix(f"warning: {fixture}:") for line in done.stderr.splitlines()] == [
         "2: frontmatter key 'build' is ignored: assay does not run build commands: build before the run",
-        "3: frontmatter key 'daemon' is ignored: assay does not start daemons: start the service before the run",
+        "3: frontmatter key 'terminal' is ignored: assay allocates no pseudo-terminal: commands run with pipes "
+        "(stdout and stderr apart)",
         "6: table has no Name column (columns: Variable, Meaning): not a fixture table, no row runs",
         "10: column 'Expected Error' is ignored: Gavel reads it but never checks it for commands; assay ignores it too",
         "10: column 'Query' is ignored: Gavel's AST queries are not supported; the row runs as a command",

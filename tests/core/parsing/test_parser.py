@@ -15,6 +15,8 @@ import pytest
 
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.parser import parse_file
+from fixtures_core.parsing.validate import validate_matrix
+from fixtures_core.spec import Matrix
 from tests.core.parsing.fixture_files import parse, parse_error, write
 
 # --- files ----------------------------------------------------------------------
@@ -330,3 +332,39 @@ def test_blocks_end_at_the_next_heading_of_any_level(tmp_path: Path) -> None:
 def test_fences_in_other_languages_are_ignored(tmp_path: Path) -> None:
     (row,) = parse(tmp_path, '### command: a\n\n```json\n{"example": 1}\n```\n\n```bash\necho\n```\n')
     assert row.argv == ("bash", "-c", "echo\n")
+
+
+# --- daemon -------------------------------------------------------------------------------
+
+
+def test_a_daemon_is_read_as_a_command_or_a_map(tmp_path: Path) -> None:
+    (row,) = parse(tmp_path, "---\ndaemon: serve {{.port}}\n---\n| Name | Command |\n|---|---|\n| a | x {{.port}} |\n")
+    assert row.daemon is not None and (row.daemon.command, row.daemon.ready_s) == ("serve {{.port}}", 30.0)
+    assert row.daemon.where.endswith("fixture.md:2")
+    (row,) = parse(
+        tmp_path, "---\ndaemon: {command: serve, ready: 2m}\n---\n| Name | Command |\n|---|---|\n| a | x |\n"
+    )
+    assert row.daemon is not None and (row.daemon.command, row.daemon.ready_s) == ("serve", 120.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{command: serve, wait: 2s}", "daemon.wait: unknown key (known: command, ready)"),
+        ("{ready: 2s}", "daemon: needs command: the service to start"),
+        ("{command: serve, ready: soon}", "daemon.ready: "),
+        ("[serve]", "daemon: must be a command, or a map with command and ready"),
+        ("' '", "daemon: the command is empty"),
+    ],
+)
+def test_a_bad_daemon_stops_the_file_at_its_line(tmp_path: Path, value: str, message: str) -> None:
+    path, error = parse_error(
+        tmp_path, f"---\nrepeat: 1\ndaemon: {value}\n---\n| Name | Command |\n|---|---|\n| a | x |\n"
+    )
+    assert str(error).startswith(f"{path}:3: {message}")
+
+
+def test_port_without_a_daemon_says_where_it_comes_from(tmp_path: Path) -> None:
+    path = write(tmp_path, "| Name | Command |\n|---|---|\n| a | echo {{.port}} |\n")
+    (error,) = validate_matrix(Matrix(files=(parse_file(path),)))
+    assert "port" in str(error) and "a frontmatter daemon: sets it (this file has none)" in str(error)
