@@ -214,6 +214,7 @@ class FixtureFile:
     rows: tuple[RowSpec, ...]
     identity: str = ""
     warnings: tuple[FixtureWarning, ...] = ()
+    frontmatter_end: int = 0  # the line of the frontmatter's closing fence (0: none); errors up to it stop the file
 
 
 @dataclass(frozen=True)

@@ -93,15 +93,18 @@ def parse_file(path: str | Path) -> FixtureFile:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise FixtureError(display, line, f"not UTF-8 text (byte {exc.start})") from None
-    rows, warnings = parse_document(text, display, identity=identity)
+    rows, warnings, body_start = parse_document(text, display, identity=identity)
     digest = hashlib.sha256(data).hexdigest()
-    return FixtureFile(path=display, sha256=digest, rows=rows, identity=identity, warnings=warnings)
+    return FixtureFile(
+        path=display, sha256=digest, rows=rows, identity=identity, warnings=warnings, frontmatter_end=body_start
+    )
 
 
 def parse_document(
     text: str, path: str, identity: str | None = None
-) -> tuple[tuple[RowSpec, ...], tuple[FixtureWarning, ...]]:
-    """Rows in file order, and warnings about what assay reads but does not run."""
+) -> tuple[tuple[RowSpec, ...], tuple[FixtureWarning, ...], int]:
+    """Rows in file order, warnings about what assay reads but does not run, and the frontmatter's
+    last line (0 without one)."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
     settings, body_start, warnings = _read_frontmatter(lines, path)
     tokens = _MARKDOWN.parse("\n".join(lines[body_start:]))
@@ -123,7 +126,8 @@ def parse_document(
         for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
         for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
     ]
-    return finish_rows(rows, settings.suite), tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
+    found = tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
+    return finish_rows(rows, settings.suite), found, body_start
 
 
 def _arm_variants(settings: Inherited) -> list[Inherited]:

@@ -33,16 +33,21 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
 
 def isolate_row_errors(matrix: Matrix) -> tuple[Matrix, list[FixtureError]]:
     """The matrix with each row's configuration error on that row (it is ERR without running, every
-    other row runs), and the errors of whole files, which stop the run."""
+    other row runs), and the errors that stop the run: those of whole files, and those found in a
+    file's frontmatter (a metric or property every row takes from it)."""
     matrix, duplicates = _renamed_duplicates(matrix)
     by_name = _by_name(matrix)
+    stopping = _file_errors(matrix)
 
-    def checked(row: RowSpec) -> RowSpec:
+    def checked(row: RowSpec, frontmatter_end: int) -> RowSpec:
         errors = [*duplicates.get((row.file, row.line, row.name), []), *_errors_of(row, by_name)]
-        return with_error(row, errors[0]) if errors else row
+        shared = [e for e in errors if e.path == row.file and e.line is not None and e.line <= frontmatter_end]
+        stopping.extend(shared)
+        own = [e for e in errors if e not in shared]
+        return with_error(row, own[0]) if own else row
 
-    files = tuple(replace(f, rows=tuple(checked(row) for row in f.rows)) for f in matrix.files)
-    return Matrix(files=files), _unique(_file_errors(matrix))
+    files = tuple(replace(f, rows=tuple(checked(row, f.frontmatter_end) for row in f.rows)) for f in matrix.files)
+    return Matrix(files=files), _unique(stopping)
 
 
 def validate_paths(paths: Sequence[str]) -> tuple[Matrix, list[str]]:

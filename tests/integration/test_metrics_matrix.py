@@ -205,7 +205,7 @@ def test_a_missing_baseline_row_is_a_configuration_error(tmp_path: Path, key: st
 
 
 @pytest.mark.parametrize("key", ["metrics", "measurements"])
-def test_a_unit_mismatch_with_the_baseline_row_is_a_configuration_error(tmp_path: Path, key: str) -> None:
+def test_a_unit_mismatch_with_the_baseline_row_is_that_rows_configuration_error(tmp_path: Path, key: str) -> None:
     text = f"""\
 ---
 metrics:
@@ -240,11 +240,13 @@ echo '{{"d": 11}}'
 ```
 """
     fixture = write(tmp_path, "units.md", text)
-    done, _ = run_local(fixture, tmp_path)
+    done, document = run_local(fixture, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
+    base, other = document["fixtures"][0]["rows"]
+    assert (base["status"], other["status"], other["stopped"]) == ("PASS", "ERR", "configuration")
     line = _block_metric_line(text)
-    assert f"{fixture}:{line}:" in done.stderr
-    assert "unit 's'" in done.stderr and "'ms'" in done.stderr and "'base'" in done.stderr
+    assert other["error"].startswith(f"{fixture}:{line}:")
+    assert "unit 's'" in other["error"] and "'ms'" in other["error"] and "'base'" in other["error"]
 
 
 def _block_metric_line(text: str) -> int:

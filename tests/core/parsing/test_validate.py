@@ -171,11 +171,11 @@ def test_unsupported_template_action_is_an_error(tmp_path: Path) -> None:
     )
 
 
-def test_gavel_daemon_port_is_named_as_unsupported(tmp_path: Path) -> None:
+def test_port_without_a_daemon_is_named_with_where_it_comes_from(tmp_path: Path) -> None:
     matrix, paths = matrix_of(tmp_path, suite="| Name | Command |\n|---|---|\n| a | `curl localhost:{{.port}}` |\n")
     (error,) = validate_matrix(matrix)
     assert "unknown template name '.port'" in str(error)
-    assert "Gavel's frontmatter daemon: sets it, and assay does not run daemons" in str(error)
+    assert "a frontmatter daemon: sets it (this file has none)" in str(error)
 
 
 def test_builtin_names_and_env_variables_are_known_to_templates_and_cel(tmp_path: Path) -> None:
