@@ -26,6 +26,8 @@ import sys
 import threading
 from uuid import UUID
 
+from fixtures_core.execution.containment import HELPER_VARIABLE
+
 _LINE = 64  # "hold " + a UUID + newline fits with room to spare
 
 
@@ -38,6 +40,7 @@ class LeaseGuard:
         settings = get_current_settings()
         env = dict(os.environ)
         env["PREFECT_API_URL"] = str(settings.api.url or "")
+        env[HELPER_VARIABLE] = "lease-guard"
         if settings.api.key is not None:
             env["PREFECT_API_KEY"] = settings.api.key.get_secret_value()
         if settings.api.auth_string is not None:

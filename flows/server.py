@@ -43,6 +43,7 @@ from pathlib import Path
 
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
+from fixtures_core.execution.containment import HELPER_VARIABLE
 from flows.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
 
 PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
@@ -245,6 +246,7 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
         DO_NOT_TRACK="1",
+        **{HELPER_VARIABLE: "prefect-server"},  # a run open meanwhile adopts it as subreaper: never sweep it
     )
     done = subprocess.run(
         [sys.executable, "-m", "prefect", "server", "start", "--background", "--host", HOST, "--port", str(chosen)],

@@ -58,7 +58,11 @@ from fixtures_core.execution.cgroups import Cgroup, cgroup_base
 
 GRACE_S = 2.0  # SIGTERM, then this long for the sample's processes to exit, then SIGKILL
 TOKEN_VARIABLE = "ASSAY_SAMPLE_ID"
+# Set in the environment of assay's own long-lived helpers (the Prefect server, the watchdog, the lease
+# guard, the idle stop): the sweep of escaped processes at a run's close never takes one for an escapee.
+HELPER_VARIABLE = "ASSAY_HELPER"
 _KILL_WAIT_S = 5.0  # after SIGKILL: how long to wait for the processes to be gone
+_SWEEPS = 20  # rounds of killing escapees: each round's kills may hand assay their orphaned children
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 T = TypeVar("T")
@@ -96,6 +100,7 @@ class Containment:
         self._numbers = itertools.count()
         self._want_cgroups, self._want_pdeathsig = use_cgroups, pdeathsig
         self._opened = self._closed = False
+        self._opened_ticks = 0  # when the run's first sample started (clock ticks since boot)
         self._cgroup: Cgroup | None = None
         self._pdeathsig = False
         self._watchdog: _Watchdog | None = None
@@ -123,6 +128,7 @@ class Containment:
                 with contextlib.suppress(OSError):
                     self._cgroup = Cgroup.create(base[0], base[1], f"assay-{os.getpid()}-{self.token}")
             _subreaper.acquire()
+            self._opened_ticks = procfs.ticks_now()
             if self._watchdog is not None:
                 self._watchdog.register(self.token, str(self._cgroup.path) if self._cgroup else "")
 
@@ -230,11 +236,54 @@ class Containment:
             sample.finish()
         if self._parent is not None:
             return
+        self._sweep_escapees()
         if self._cgroup is not None:
             self._cgroup.remove()
         if self._watchdog is not None:
             self._watchdog.release(self.token)
         _subreaper.release()
+
+    def _sweep_escapees(self) -> None:
+        """Kill, with their descendants, the processes that left their sample every way it is tracked
+        (its session, its cgroup, its token): the subreaper still adopted them when their parents died."""
+        for _ in range(_SWEEPS):
+            found = self._escapees()
+            if not found:
+                return
+            for pid in found:
+                for one in [pid, *procfs.descendants(pid)]:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(one, signal.SIGKILL)
+            give_up = time.monotonic() + _KILL_WAIT_S
+            waiting = set(found)
+            while waiting and time.monotonic() < give_up:  # reaped, a SIGKILLed escapee leaves no zombie
+                for pid in list(waiting):
+                    try:
+                        done, _status = os.waitpid(pid, os.WNOHANG)
+                    except ChildProcessError:
+                        done = pid
+                    if done == pid:
+                        waiting.discard(pid)
+                if waiting:
+                    time.sleep(0.005)
+
+    def _escapees(self) -> list[int]:
+        """Orphans assay adopted during this run that no live sample of any run claims."""
+        found = []
+        own_group = os.getpgrp()
+        ours = f"{TOKEN_VARIABLE}={self.token}-".encode()
+        for pid in procfs.adopted(os.getpid()):
+            seen = procfs.stat(pid)
+            if seen is None or pid in _LEADERS or seen.starttime < self._opened_ticks:
+                continue  # a sample's leader, or a process of assay's from before the run (a server)
+            if seen.pgrp == own_group or seen.pgrp in _LEADERS:
+                continue  # assay's own helpers (they share its group), or a live sample's process
+            if procfs.environ_has(pid, TOKEN_VARIABLE.encode() + b"=") and not procfs.environ_has(pid, ours):
+                continue  # a process of another run's sample (an escapee clears its environment or has ours)
+            if procfs.environ_has(pid, HELPER_VARIABLE.encode() + b"="):
+                continue  # one of assay's helpers, started (by this process or another run) while this run ran
+            found.append(pid)
+        return found
 
     def _sample_cgroup(self, number: int) -> Cgroup | None:
         assert self._cgroup is not None
@@ -636,7 +685,7 @@ class _Watchdog:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,  # a terminal's Ctrl-C or hang-up must not reach it
-                env={"PATH": os.environ.get("PATH", "")},
+                env={"PATH": os.environ.get("PATH", ""), HELPER_VARIABLE: "watchdog"},
             )
         except OSError:
             self._process = None

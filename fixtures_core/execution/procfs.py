@@ -100,6 +100,12 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def ticks_now() -> int:
+    """The time since boot in clock ticks: comparable with ``ProcStat.starttime``."""
+    with open("/proc/uptime", "rb") as handle:
+        return int(float(handle.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
 def environ_has(pid: int, entry: bytes) -> bool:
     """True when the process's initial environment holds ``entry`` (``b"NAME=value"``), or a prefix of one."""
     try:
