@@ -52,6 +52,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--parallel-samples", action="store_true", help="samples of a row that does not say serial run at once"
     )
+    parser.add_argument(
+        "--adaptive", action="store_true", help="rows stop sampling once more samples could not change their verdict"
+    )
     parser.add_argument("--concurrency", type=int, help="samples in flight across the run (default: the fixtures')")
     parser.add_argument(
         "--limit", action="append", default=[], dest="limits", help="PROPERTY=CAP or PROPERTY=COUNT/UNIT (repeatable)"
@@ -102,6 +105,7 @@ def serve(args: argparse.Namespace) -> int:
             "filter": args.filter,
             "parallel": args.parallel,
             "parallel_samples": args.parallel_samples,
+            "adaptive": args.adaptive,
             "concurrency": args.concurrency,
             "limit": args.limits,
             "budget": args.budget,

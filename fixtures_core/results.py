@@ -6,7 +6,7 @@ a sample or row passed exactly when its status is PASS.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -169,6 +169,7 @@ class RowResult:
     evidence: str | None = None
     stopped: Stop | None = None
     wall_ms: float | None = None  # from the row's first sample start to its end (samples may overlap)
+    sampling: str | None = None  # an adaptive row's why it stopped: "decided after 4: ..." or "undecided at max ..."
 
     @property
     def passed(self) -> bool:
@@ -181,3 +182,13 @@ def skipped_if_unrun(row: RowResult) -> RowResult:
     if row.status != "PASS" or not row.samples or any(s.status != "SKIP" for s in row.samples):
         return row
     return replace(row, status="SKIP", error=row.error or row.samples[0].error)
+
+
+def row_status(samples: Sequence[SampleResult], errored: bool, pass_rate: float = 1.0) -> Status:
+    """A row's status from its samples: ERR when it or a sample errored; FAIL when fewer than
+    ``pass_rate`` of its decided (PASS or FAIL) samples passed (with the seeds' 1: any FAIL); else PASS."""
+    passed = sum(1 for s in samples if s.status == "PASS")
+    failed = sum(1 for s in samples if s.status == "FAIL")
+    below = failed > 0 and passed < pass_rate * (passed + failed) - 1e-9
+    others = [s.status for s in samples if s.status not in ("PASS", "FAIL")]
+    return worst("ERR" if errored else "PASS", *others, "FAIL" if below else "PASS")

@@ -110,6 +110,21 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """Adaptive sampling of a row (``sampling: adaptive``): after each finished sample past ``min``,
+    a sequential test per gate decides whether more samples could still change the row's verdict,
+    at ``confidence``; sampling stops once every gate is decided, or at ``max``. ``margin`` is the
+    indifference zone of each test: a pass rate within ``margin`` of its threshold is not told apart
+    from the threshold, so such a row runs to ``max`` (``analysis.sequential``)."""
+
+    adaptive: bool = True  # False: ``sampling: fixed`` (a run's ``--adaptive`` leaves the row alone)
+    min: int = 3
+    max: int | None = None  # None: the row's repeat (20 when that is 1); parsing sets ``repeat`` to it
+    confidence: float = 0.95
+    margin: float = 0.1
+
+
+@dataclass(frozen=True)
 class Daemon:
     """A service a file's rows talk to (Gavel's frontmatter ``daemon:``): assay starts ``command``
     on a free TCP port (``{{ .port }}``, ``$PORT``) before the file's first row, waits up to
@@ -166,6 +181,9 @@ class RowSpec:
     limits: tuple[Limit, ...] = ()  # the file's frontmatter: caps per property value
     budget: Budget | None = None  # the file's frontmatter: a summed metric its samples may spend
     daemon: Daemon | None = None  # the file's frontmatter: a service started for its rows
+    # The share of samples that must pass (1: every one, the seeds' rule); below it the row is FAIL.
+    pass_rate: float = 1.0
+    sampling: Sampling | None = None  # adaptive sampling (``repeat`` is then its ``max``); None: fixed k
     # A configuration error of this row alone (``path:line: field: message``): the row is ERR without
     # running anything, and every other row of its file still runs (Gavel runs them too).
     error: str | None = None

@@ -57,6 +57,11 @@ class MatrixParameters(BaseModel):
     parallel_samples: bool = Field(
         False, description="Let the samples of a row that does not say serial run at once (default: in order)."
     )
+    adaptive: bool = Field(
+        False,
+        description="Rows that do not say sampling stop sampling once more samples could not change their verdict "
+        "(repeat is the maximum).",
+    )
     concurrency: int | None = Field(
         None,
         ge=1,
@@ -103,7 +108,7 @@ class MatrixParameters(BaseModel):
         return cls(
             paths=list(options.paths), out=options.out, repeat=options.repeat, k=options.k,
             group_by=list(options.group_by), filter=list(options.filter), parallel=options.parallel,
-            parallel_samples=options.parallel_samples, label=options.label,
+            parallel_samples=options.parallel_samples, adaptive=options.adaptive, label=options.label,
             baseline=options.baseline, tolerance=options.tolerance, tags=list(tags), concurrency=options.concurrency,
             limit=list(options.limits), budget=options.budget, row_subflows=options.row_subflows,
         )  # fmt: skip
@@ -112,7 +117,7 @@ class MatrixParameters(BaseModel):
         """The run options of a flow run (always the Prefect engine)."""
         return RunOptions(
             paths=tuple(self.paths), out=self.out, filter=tuple(self.filter), repeat=self.repeat, k=self.k,
-            parallel_samples=self.parallel_samples,
+            parallel_samples=self.parallel_samples, adaptive=self.adaptive,
             group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
             baseline=self.baseline, tolerance=self.tolerance, concurrency=self.concurrency, limits=tuple(self.limit),
             budget=self.budget, row_subflows=self.row_subflows,

@@ -58,6 +58,10 @@ PARALLEL_SAMPLES_HELP = (
     "Let the samples of one row run at once, for rows that do not say serial (default: in order, one after "
     "another, as a command that keeps state between samples needs)."
 )
+ADAPTIVE_HELP = (
+    "Adaptive sampling for rows that do not say sampling: a row stops once more samples could not change its "
+    "verdict at 95% confidence (at least 3 samples, at most its repeat); see README 'Adaptive sampling'."
+)
 ROW_SUBFLOWS_HELP = (
     "Run each row as a Prefect subflow run holding its sample tasks (the design card's shape; costs about "
     "0.3-2 s per row on a local server: rows are task runs by default)."
@@ -126,6 +130,7 @@ def run_command(
         Optional[int], typer.Option("--parallel", help="Rows in flight (default: as many as sample slots).")
     ] = None,
     parallel_samples: Annotated[bool, typer.Option("--parallel-samples", help=PARALLEL_SAMPLES_HELP)] = False,
+    adaptive: Annotated[bool, typer.Option("--adaptive", help=ADAPTIVE_HELP)] = False,
     row_subflows: Annotated[bool, typer.Option("--row-subflows", help=ROW_SUBFLOWS_HELP)] = False,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
     limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
@@ -179,7 +184,8 @@ def run_command(
         raise click.UsageError("give at least one PATH (a fixture file or folder), or --resume RUN")
     options = RunOptions(
         paths=tuple(paths or ()), out=out_dir, filter=tuple(name_filter or ()), repeat=repeat, k=k,
-        group_by=tuple(group_by or ()), parallel=parallel, parallel_samples=parallel_samples, label=label,
+        group_by=tuple(group_by or ()), parallel=parallel, parallel_samples=parallel_samples, adaptive=adaptive,
+        label=label,
         engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,

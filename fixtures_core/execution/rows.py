@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from fixtures_core.analysis.sequential import decide
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
@@ -35,7 +36,7 @@ from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
-from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, Stop, combine_outcomes, worst
+from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, Stop, combine_outcomes, row_status
 from fixtures_core.spec import RowSpec
 
 
@@ -263,9 +264,11 @@ class _RowRun:
                 return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
         lease: Lease | str | None = first
         for index in pending:
+            if lease is None and row.samples_in_order:
+                self._wait_idle()  # the seed's order: the next sample starts after the last one ended
+            if self._sampled_enough():
+                break  # an adaptive row whose gates are decided: more samples could not change its verdict
             if lease is None:
-                if row.samples_in_order:
-                    self._wait_idle()  # the seed's order: the next sample starts after the last one ended
                 lease = pool.slots.acquire((pool.rank(row), index), self.keys, self._why_stop, self.deadline)
             if isinstance(lease, str):
                 if lease == TIME_RAN_OUT:
@@ -288,6 +291,14 @@ class _RowRun:
         if self.crash is not None:
             raise self.crash
         return self._result()
+
+    def _sampled_enough(self) -> bool:
+        """An adaptive row may stop: every gate is decided on its finished samples (``analysis.sequential``)."""
+        if self.row.sampling is None or not self.row.sampling.adaptive:
+            return False
+        with self.changed:
+            finished = sorted(self.samples.values(), key=lambda s: s.index)
+        return decide(self.row, finished).decided
 
     def _before_start(self) -> str | None:
         """Why no sample of the row may start now: ``_CANCELLED``, or the cost budget that was reached."""
@@ -383,9 +394,20 @@ class _RowRun:
 
     def _result(self) -> RowResult:
         samples = tuple(self._sorted())
-        status = worst("ERR" if self.error else "PASS", *(s.status for s in samples))
+        status = row_status(samples, self.error is not None, self.row.pass_rate)
         wall_ms = None if self.began is None else round((time.monotonic() - self.began) * 1000, 3)
-        return replace(_result(self.row, samples, status, self.error, self.stopped), wall_ms=wall_ms)
+        result = _result(self.row, samples, status, self.error, self.stopped)
+        return replace(result, wall_ms=wall_ms, sampling=sampling_note(self.row, samples))
+
+
+def sampling_note(row: RowSpec, samples: tuple[SampleResult, ...]) -> str | None:
+    """Why an adaptive row stopped where it did (None for a fixed one)."""
+    if row.sampling is None or not row.sampling.adaptive:
+        return None
+    decision = decide(row, samples)
+    if decision.decided:
+        return decision.why
+    return f"undecided at {len(samples)} of max {row.repeat} ({decision.why}): the fixed-k rule decides"
 
 
 def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:

@@ -24,7 +24,7 @@ from fixtures_core.spec import Expectation, FixtureWarning, PropertyValue, RowSp
 
 BLOCK_KEYS = (
     "exitCode", "cwd", "env", "timeout", "repeat", "metrics", "measurements",
-    "skip", "os", "arch", "indeterminate", "stdout", "stderr", "terminal", "serial",
+    "skip", "os", "arch", "indeterminate", "stdout", "stderr", "terminal", "serial", "pass_rate", "sampling",
 )  # fmt: skip
 INTERPRETERS: Mapping[str, tuple[str, str]] = {
     "bash": ("bash", "-c"),
@@ -140,6 +140,8 @@ def block_row(
         skip_command=settings.skip_command,
         indeterminate=settings.indeterminate,
         serial=settings.serial,
+        pass_rate=settings.pass_rate,
+        sampling=settings.sampling,
     ), warnings
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from fixtures_core.errors import FixtureError, UsageError, ValidationFailed
 from fixtures_core.parsing.parser import parse_file
-from fixtures_core.spec import Matrix
+from fixtures_core.parsing.sampling import with_sampling
+from fixtures_core.spec import Matrix, RowSpec, Sampling
 
 
 def fixture_paths(paths: Sequence[str]) -> list[Path]:
@@ -65,8 +66,8 @@ def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = 
     files = []
     for fixture in matrix.files:
         rows = [r for r in fixture.rows if r.name in wanted]
-        if repeat is not None:
-            rows = [replace(r, repeat=repeat) for r in rows]
+        if repeat is not None:  # an adaptive row's repeat is its max
+            rows = [with_sampling(replace(r, repeat=repeat, sampling=_at_most(r.sampling, repeat))) for r in rows]
         files.append(replace(fixture, rows=tuple(rows)))
     selected = Matrix(files=tuple(files))
     if not selected.rows:
@@ -85,6 +86,22 @@ def samples_at_once(matrix: Matrix) -> Matrix:
             for f in matrix.files
         )
     )
+
+
+def _at_most(sampling: Sampling | None, repeat: int) -> Sampling | None:
+    return sampling if sampling is None or not sampling.adaptive else replace(sampling, max=repeat)
+
+
+def adaptive_rows(matrix: Matrix) -> Matrix:
+    """``--adaptive``: every row that does not say ``sampling`` and takes two samples or more samples
+    adaptively, at most its ``repeat`` (a row that says ``sampling: fixed`` keeps its count)."""
+
+    def adaptive(row: RowSpec) -> RowSpec:
+        if row.sampling is not None or row.repeat < 2 or row.error is not None:
+            return row
+        return with_sampling(replace(row, sampling=Sampling(max=row.repeat)))
+
+    return Matrix(files=tuple(replace(f, rows=tuple(adaptive(r) for r in f.rows)) for f in matrix.files))
 
 
 def _baselines_of(matrix: Matrix, names: set[str]) -> set[str]:

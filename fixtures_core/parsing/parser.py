@@ -44,6 +44,7 @@ from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
 from fixtures_core.parsing.row_errors import broken_row
 from fixtures_core.parsing.safe_yaml import load_yaml
+from fixtures_core.parsing.sampling import with_sampling
 from fixtures_core.parsing.settings import Inherited, apply_common
 from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import broken_table_rows, table_rows
@@ -53,7 +54,7 @@ from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
     "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", "serial", "concurrency", "limits", "budget",
-    "daemon",
+    "daemon", "pass_rate", "sampling",
     *SUITE_KEYS,
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
@@ -124,7 +125,7 @@ def parse_document(
             daemon=settings.daemon,
         )
         for row in sorted((r for reader in readers for r in reader.rows), key=lambda r: r.line)
-        for expanded in resolve_golden(row, folder)  # a block ends after the tables inside it: sort by line
+        for expanded in resolve_golden(with_sampling(row), folder)  # a block ends after its tables: sort by line
     ]
     found = tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
     return finish_rows(rows, settings.suite), found, body_start

@@ -17,8 +17,9 @@ from fixtures_core.parsing.config import (
     read_string_list,
     read_timeout,
 )
+from fixtures_core.parsing.sampling import read_pass_rate, read_sampling
 from fixtures_core.parsing.throughput import read_serial
-from fixtures_core.spec import DEFAULT_TIMEOUT_S, Budget, Daemon, Limit, MetricSpec, PropertyValue, Redaction
+from fixtures_core.spec import DEFAULT_TIMEOUT_S, Budget, Daemon, Limit, MetricSpec, PropertyValue, Redaction, Sampling
 from fixtures_core.suite import SuiteSpec
 
 
@@ -47,6 +48,8 @@ class Inherited:
     limits: tuple[Limit, ...] = ()
     budget: Budget | None = None
     daemon: Daemon | None = None  # frontmatter only
+    pass_rate: float = 1.0
+    sampling: Sampling | None = None
 
     def platform_skip(self) -> str | None:
         """Why this machine's os or arch is excluded, or None (``!name`` excludes, as in Gavel)."""
@@ -68,7 +71,7 @@ def apply_common(
     path: str,
 ) -> Inherited:
     """Keys shared by frontmatter and block yaml: env, cwd, timeout, repeat, metrics, skip, os, arch,
-    indeterminate, serial."""
+    indeterminate, serial, pass_rate, sampling."""
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))
@@ -87,6 +90,10 @@ def apply_common(
         changes["repeat"] = read_repeat(data["repeat"], at("repeat"))
     if "serial" in data:
         changes["serial"] = read_serial(data["serial"], at("serial"))
+    if "pass_rate" in data:
+        changes["pass_rate"] = read_pass_rate(data["pass_rate"], at("pass_rate"))
+    if "sampling" in data:
+        changes["sampling"] = read_sampling(data["sampling"], at("sampling"))
     if "indeterminate" in data:
         changes["indeterminate"] = read_string(data["indeterminate"], at("indeterminate"), "indeterminate")
     if data.get("skip") not in (None, ""):  # Gavel: an empty skip keeps the inherited one

@@ -16,6 +16,7 @@ from markdown_it.token import Token
 from fixtures_core.errors import FixtureError
 from fixtures_core.parsing.config import Where, read_exit_code, read_repeat, read_skip, read_timeout
 from fixtures_core.parsing.row_errors import broken_row, row_or_broken
+from fixtures_core.parsing.sampling import read_pass_rate, read_sampling
 from fixtures_core.parsing.settings import Inherited
 from fixtures_core.parsing.throughput import read_serial
 from fixtures_core.spec import Expectation, FixtureWarning, RowSpec
@@ -36,6 +37,8 @@ COLUMNS = {
     "arch": "arch",
     "indeterminate": "indeterminate",
     "serial": "serial",
+    "pass rate": "pass_rate",
+    "sampling": "sampling",
 }  # fmt: skip
 # Columns Gavel reads into fields its command fixtures never check (or into features assay lacks).
 IGNORED_COLUMNS = {
@@ -157,6 +160,10 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings:
         skip_command=row_settings.skip_command,
         indeterminate=known.get("indeterminate", settings.indeterminate),
         serial=read_serial(known["serial"], where, "Serial") if "serial" in known else settings.serial,
+        pass_rate=read_pass_rate(known["pass_rate"], where, "Pass Rate")
+        if "pass_rate" in known
+        else settings.pass_rate,
+        sampling=read_sampling(known["sampling"], where, "Sampling") if "sampling" in known else settings.sampling,
     )
 
 

@@ -63,9 +63,16 @@ def passed_cell(row: RowResult) -> str:
     if row.status == "SKIP":
         return "-"
     passed = sum(s.passed for s in row.samples)
+    if row.sampling is not None:  # adaptive: n is what it took, repeat its maximum
+        return f"{passed}/{len(row.samples)} (max {row.repeat})"
     return (
         f"{passed}/{row.repeat}" if len(row.samples) == row.repeat else f"{passed}/{len(row.samples)} of {row.repeat}"
     )
+
+
+def sampling_lines(run: RunResult) -> list[str]:
+    """Why each adaptive row stopped where it did: ``sampling 'row': decided after 4: ...``."""
+    return [f"sampling {row.name!r}: {row.sampling}" for row in run.rows if row.sampling is not None]
 
 
 def passk_cells(row: RowResult) -> tuple[str, str]:

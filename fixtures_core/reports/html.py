@@ -168,7 +168,8 @@ def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
         link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
         pass_at, pass_hat = _passk(row)
         median = describe.duration(describe.median_duration_ms(row))
-        why = "; ".join(filter(None, [describe.row_reason(row), *regressed.get(row.name, [])]))
+        sampled = f"sampling: {row.sampling}" if row.sampling else None
+        why = "; ".join(filter(None, [describe.row_reason(row), *regressed.get(row.name, []), sampled]))
         css = "row regressed" if row.name in regressed else "row"
         lines.append(
             f'<tr class="{css}" data-row="{escape(row.name)}" data-status="{row.status}">'

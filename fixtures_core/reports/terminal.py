@@ -33,7 +33,7 @@ def render(run: RunResult, console: Console) -> None:
         console.print(metrics)
     for failure in describe.failures(run):
         render_failure(failure, console)
-    lines = describe.suite_lines(run)
+    lines = describe.suite_lines(run) + describe.sampling_lines(run)
     if lines:
         console.print("\n" + visible("\n".join(lines)), markup=False)
     for suite in run.suites:

@@ -52,6 +52,7 @@ class RunOptions:
     group_by: tuple[str, ...] = ()
     parallel: int | None = None  # rows in flight (default: the sample slots)
     parallel_samples: bool = False  # the samples of a row that does not say ``serial`` may run at once
+    adaptive: bool = False  # rows that do not say ``sampling`` stop once their gates are decided (``repeat`` is max)
     concurrency: int | None = (
         None  # samples in flight across the run (default: the files' own, else --parallel, else 4)
     )

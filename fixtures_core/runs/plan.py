@@ -11,7 +11,7 @@ from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.judging import suites_of
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
 from fixtures_core.execution.spending import Spending
-from fixtures_core.parsing.matrix import load_matrix, samples_at_once, select
+from fixtures_core.parsing.matrix import adaptive_rows, load_matrix, samples_at_once, select
 from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.throughput import merge_limits
 from fixtures_core.parsing.validate import isolate_row_errors
@@ -69,6 +69,8 @@ def plan(options: RunOptions) -> Plan:
     selected = select(matrix, options.filter, options.repeat)
     if options.parallel_samples:
         selected = samples_at_once(selected)
+    if options.adaptive:
+        selected = adaptive_rows(selected)
     if baseline is not None:
         check_overlap(selected, baseline)
     elif not options.dry_run:

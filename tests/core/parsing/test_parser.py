@@ -368,3 +368,44 @@ def test_port_without_a_daemon_says_where_it_comes_from(tmp_path: Path) -> None:
     path = write(tmp_path, "| Name | Command |\n|---|---|\n| a | echo {{.port}} |\n")
     (error,) = validate_matrix(Matrix(files=(parse_file(path),)))
     assert "port" in str(error) and "a frontmatter daemon: sets it (this file has none)" in str(error)
+
+
+# --- sampling and pass_rate ---------------------------------------------------------------
+
+
+def test_adaptive_sampling_takes_the_rows_repeat_as_max_and_columns_override(tmp_path: Path) -> None:
+    rows = parse(
+        tmp_path,
+        "---\nrepeat: 12\nsampling: adaptive\npass_rate: 0.8\n---\n"
+        "| Name | Command | Sampling | Pass Rate |\n|---|---|---|---|\n"
+        "| a | true | | |\n| b | true | fixed | 90% |\n| c | true | | 1 |\n",
+    )
+    a, b, c = rows
+    assert a.sampling is not None and (a.sampling.max, a.sampling.min, a.repeat, a.pass_rate) == (12, 3, 12, 0.8)
+    assert b.sampling is not None and not b.sampling.adaptive and (b.repeat, b.pass_rate) == (12, 0.9)
+    assert c.pass_rate == 1.0
+
+
+def test_adaptive_sampling_without_a_repeat_takes_at_most_20(tmp_path: Path) -> None:
+    (row,) = parse(
+        tmp_path, "---\nsampling: {min: 5, confidence: 0.99}\n---\n| Name | Command |\n|---|---|\n| a | x |\n"
+    )
+    assert row.sampling is not None and (row.sampling.min, row.sampling.max, row.repeat) == (5, 20, 20)
+    assert row.sampling.confidence == 0.99
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("sampling: sometimes", "sampling: must be adaptive, fixed, or a map of mode, min, max, confidence, margin"),
+        ("sampling: {min: 5, max: 2}", "sampling.max: max 2 is below min 5"),
+        ("sampling: {confidence: 1}", "sampling.confidence: must be a number between 0.5 and 1 (exclusive)"),
+        ("sampling: {margin: 0.6}", "sampling.margin: must be a number between 0 and 0.5 (exclusive)"),
+        ("sampling: {spare: 1}", "sampling.spare: unknown key (known: mode, min, max, confidence, margin)"),
+        ("pass_rate: 1.5", "pass_rate: must be a share of samples in (0, 1] such as 0.8 or 80%, got 1.5"),
+        ("pass_rate: most", "pass_rate: must be a share of samples in (0, 1] such as 0.8 or 80%, got 'most'"),
+    ],
+)
+def test_bad_sampling_or_pass_rate_names_the_key(tmp_path: Path, value: str, message: str) -> None:
+    path, error = parse_error(tmp_path, f"---\n{value}\n---\n| Name | Command |\n|---|---|\n| a | x |\n")
+    assert str(error).startswith(f"{path}:2: {message}")

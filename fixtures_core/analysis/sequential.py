@@ -1,0 +1,174 @@
+"""Adaptive sampling: after each finished sample, may the row stop because more samples could no
+longer change its verdict?
+
+Each gate of the row is a sequential probability ratio test (Wald, 1945) on 0/1 outcomes, read with
+Ville's inequality (1939): under ``p <= low``, a nonnegative supermartingale such as the likelihood
+ratio of ``high`` against ``low`` ever reaching ``1 / alpha`` has probability at most ``alpha``,
+however often it is looked at, so stopping whenever it crosses is valid under optional stopping, and
+exact at every n (no asymptotics; ``sprt`` mixes in the extreme alternative, see there). ``low``
+and ``high`` are the gate's threshold minus and plus the sampling margin (the indifference zone):
+
+- pass rate: the outcome is "the sample passed", against the row's ``pass_rate``. With the seeds'
+  ``pass_rate: 1`` (every sample must pass) ``high`` is 1, so one failure decides FAIL at once, and
+  PASS needs ``(1 / (1 - margin)) ** n >= 1 / alpha`` passes in a row (29 at margin 0.1 and 95%).
+- flaky: a row that has both passed and failed is flaky, decided; one that failed every time is told
+  from a flaky one against a pass rate of ``FLAKY_FLOOR``; one that passed every time is decided
+  with its pass-rate gate.
+- metric thresholds on a quantile aggregate (median, p95, min, max): the outcome is "the value is on
+  the good side of the threshold", against the quantile's share (median 0.5, p95 0.95, max and min
+  every sample). A mean (of an unbounded value) has no distribution-free anytime bound, and a
+  regression gate depends on another row's aggregate: such a gate stays undecided, and the row runs
+  to ``max``, where the fixed-k rule decides.
+
+The verdict itself always comes from the usual rules on the samples taken; this module only says
+when to stop taking them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fixtures_core.results import SampleResult
+from fixtures_core.spec import MetricSpec, RowSpec, Sampling
+
+FLAKY_FLOOR = 0.25  # a row that passes less than once in four is failing, not flaky
+_QUANTILE = {"min": 0.0, "median": 0.5, "p95": 0.95, "max": 1.0}  # each aggregate's quantile level
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a row may stop sampling, and why (for reports: ``decided after 12: ...``)."""
+
+    decided: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class _Gate:
+    decided: bool
+    text: str
+
+
+def sprt(successes: int, n: int, low: float, high: float, alpha: float) -> str | None:
+    """``"high"`` once the evidence for ``p >= high`` over ``p <= low`` reaches ``1/alpha``, ``"low"``
+    once the reverse does, else None (``0 <= low < high <= 1``).
+
+    The evidence for a side is a mixture, with equal weights, of the likelihood ratios of its edge
+    (``high``) and its extreme (1), against the other edge: each is a nonnegative supermartingale
+    under every ``p`` of the other side, so their mean is one too, and Ville's inequality bounds the
+    chance that it ever reaches ``1/alpha`` by ``alpha``. The extreme makes a row that never fails
+    (or never passes) decide sooner; the edge keeps one with a few failures decidable.
+    """
+    if _evidence(successes, n, low, (high, 1.0)) >= 1 / alpha:
+        return "high"
+    if _evidence(n - successes, n, 1 - high, (1 - low, 1.0)) >= 1 / alpha:
+        return "low"
+    return None
+
+
+def _evidence(successes: int, n: int, null: float, alternatives: tuple[float, ...]) -> float:
+    """The mean over distinct ``alternatives`` of their likelihood ratio against ``null``."""
+    shown = sorted(set(alternatives))
+    return sum(math.exp(_log_ratio(successes, n, null, q)) for q in shown) / len(shown)
+
+
+def _log_ratio(successes: int, n: int, low: float, high: float) -> float:
+    """log of prod (high/low)^x ((1-high)/(1-low))^(1-x): -inf where an outcome rules ``high`` out,
+    +inf where one rules ``low`` out (and ``high`` stays possible)."""
+    failures = n - successes
+    if (successes and high == 0) or (failures and high == 1):
+        return -math.inf
+    if (successes and low == 0) or (failures and low == 1):
+        return math.inf
+    total = successes * math.log(high / low) if successes else 0.0
+    if failures:
+        total += failures * math.log((1 - high) / (1 - low))
+    return total
+
+
+def decide(row: RowSpec, samples: Sequence[SampleResult]) -> Decision:
+    """May ``row`` stop after ``samples`` (its finished ones)? Never before ``sampling.min``."""
+    sampling = row.sampling
+    if sampling is None:
+        return Decision(False, "fixed number of samples")
+    n = len(samples)
+    if n < sampling.min:
+        return Decision(False, f"fewer than min {sampling.min} samples")
+    alpha = 1 - sampling.confidence
+    gates = [_pass_gate(row, samples, sampling, alpha), _flaky_gate(samples, alpha)]
+    gates += [_metric_gate(metric, samples, sampling, alpha) for metric in row.metrics if metric.gate]
+    gates = [gate for gate in gates if gate.text]
+    open_gates = [gate.text for gate in gates if not gate.decided]
+    if open_gates:
+        return Decision(False, "; ".join(open_gates))
+    return Decision(True, f"decided after {n}: " + "; ".join(gate.text for gate in gates))
+
+
+def _pass_gate(row: RowSpec, samples: Sequence[SampleResult], sampling: Sampling, alpha: float) -> _Gate:
+    passed = sum(s.passed for s in samples)
+    n = len(samples)
+    low, high = _zone(row.pass_rate, sampling.margin)
+    found = sprt(passed, n, low, high, alpha)
+    told = f"{passed}/{n} passed"
+    if found == "high":
+        return _Gate(True, f"{told}, P(pass rate <= {_num(low)}) < {_num(alpha)}")
+    if found == "low" and high == 1:
+        return _Gate(True, f"{told}: a sample failed, and pass_rate 1 needs every sample to pass")
+    if found == "low":
+        return _Gate(True, f"{told}, P(pass rate >= {_num(high)}) < {_num(alpha)}")
+    return _Gate(False, f"pass rate {told} is not yet told apart from {_num(row.pass_rate)}")
+
+
+def _flaky_gate(samples: Sequence[SampleResult], alpha: float) -> _Gate:
+    passed = sum(s.passed for s in samples)
+    if passed == len(samples):
+        return _Gate(True, "")  # decided with the pass-rate gate
+    if passed:
+        return _Gate(True, "flaky (passed and failed)")
+    if sprt(0, len(samples), 0.0, FLAKY_FLOOR, alpha) == "low":
+        return _Gate(True, f"fails every time, P(pass rate >= {_num(FLAKY_FLOOR)}) < {_num(alpha)}")
+    return _Gate(False, "failed every time so far: flaky or failing is not decided")
+
+
+def _metric_gate(metric: MetricSpec, samples: Sequence[SampleResult], sampling: Sampling, alpha: float) -> _Gate:
+    if metric.threshold.limits_regression:
+        return _Gate(False, f"{metric.name}: a regression gate is decided at max")
+    limits = [
+        (bound, side)
+        for bound, side in ((metric.threshold.max, "max"), (metric.threshold.min, "min"))
+        if bound is not None
+    ]
+    values = [v.value for s in samples if (v := s.metrics.get(metric.name)) is not None and v.value is not None]
+    texts = []
+    for bound, side in limits:
+        share = _good_share(metric.aggregate, side)
+        if share is None:
+            return _Gate(False, f"{metric.name}: a {metric.aggregate} is decided at max")
+        good = sum(1 for value in values if (value <= bound if side == "max" else value >= bound))
+        low, high = _zone(share, sampling.margin)
+        found = sprt(good, len(values), low, high, alpha)
+        if found is None:
+            return _Gate(False, f"{metric.name} {metric.aggregate} against {side} {_num(bound)} is not decided")
+        where = "within" if found == "high" else "beyond"
+        texts.append(f"{metric.name} {metric.aggregate} {where} {side} {_num(bound)}")
+    return _Gate(True, "; ".join(texts))
+
+
+def _good_share(aggregate: str, side: str) -> float | None:
+    """The share of samples on the good side of a ``side`` threshold that the ``aggregate`` needs:
+    the q-quantile is <= T when at least q of the values are, and >= T when at least 1 - q are."""
+    level = _QUANTILE.get(aggregate)
+    if level is None:
+        return None  # a mean: no distribution-free anytime bound
+    return level if side == "max" else 1 - level
+
+
+def _zone(threshold: float, margin: float) -> tuple[float, float]:
+    """The indifference zone around ``threshold``: [threshold - margin, threshold + margin] within [0, 1]."""
+    return max(threshold - margin, 0.0), min(threshold + margin, 1.0)
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}"
