@@ -89,8 +89,14 @@ def draw(row: SimRow, rng: random.Random) -> list[SampleResult]:
             metrics[LATENCY.name] = MetricValue("pass", value=row.median_s * math.exp(rng.gauss(0.0, 0.5)))
         samples.append(
             SampleResult(
-                index=index, status="PASS" if passed else "FAIL", duration_ms=1.0, exit_code=0 if passed else 1,
-                stdout="", stderr="", command=Check("pass"), metrics=metrics,
+                index=index,
+                status="PASS" if passed else "FAIL",
+                duration_ms=1.0,
+                exit_code=0 if passed else 1,
+                stdout="",
+                stderr="",
+                command=Check("pass"),
+                metrics=metrics,
             )  # fmt: skip
         )
     return samples
