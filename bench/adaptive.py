@@ -5,7 +5,7 @@
 A simulated nightly matrix of an agent suite (``MATRIX``: rows with known true pass rates, some with
 a median-latency gate on a lognormal latency) is run ``--runs`` times, seeded. In each run every row
 draws one stream of ``max`` samples; fixed k takes all of them, adaptive sampling a prefix, stopping
-when ``fixtures_core.analysis.sequential.decide`` (the code the runner calls) says every gate is
+when ``fixtures_core.sequential.decide`` (the code the runner calls) says every gate is
 decided. Both verdicts come from the runner's own rules (``results.row_status`` with the row's
 ``pass_rate``, ``analysis.metrics.aggregate`` and ``threshold_failure`` on the metric's median), on
 the same samples, so a difference is due to stopping alone. The truth: the row's true pass rate is at
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common as c  # noqa: E402
 
 from fixtures_core.analysis.metrics import aggregate, threshold_failure  # noqa: E402
-from fixtures_core.analysis.sequential import decide  # noqa: E402
 from fixtures_core.results import Check, MetricValue, SampleResult, row_status  # noqa: E402
+from fixtures_core.sequential import decide  # noqa: E402
 from fixtures_core.spec import Expectation, MetricSpec, RowSpec, Sampling, Threshold  # noqa: E402
 
 MAX = 20

@@ -115,7 +115,7 @@ class Sampling:
     a sequential test per gate decides whether more samples could still change the row's verdict,
     at ``confidence``; sampling stops once every gate is decided, or at ``max``. ``margin`` is the
     indifference zone of each test: a pass rate within ``margin`` of its threshold is not told apart
-    from the threshold, so such a row runs to ``max`` (``analysis.sequential``)."""
+    from the threshold, so such a row runs to ``max`` (``sequential``)."""
 
     adaptive: bool = True  # False: ``sampling: fixed`` (a run's ``--adaptive`` leaves the row alone)
     min: int = 3

@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.analysis.sequential import decide
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
@@ -37,6 +36,7 @@ from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
 from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, Stop, combine_outcomes, row_status
+from fixtures_core.sequential import decide
 from fixtures_core.spec import RowSpec
 
 
@@ -293,7 +293,7 @@ class _RowRun:
         return self._result()
 
     def _sampled_enough(self) -> bool:
-        """An adaptive row may stop: every gate is decided on its finished samples (``analysis.sequential``)."""
+        """An adaptive row may stop: every gate is decided on its finished samples (``sequential``)."""
         if self.row.sampling is None or not self.row.sampling.adaptive:
             return False
         with self.changed:

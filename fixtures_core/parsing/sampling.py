@@ -1,5 +1,5 @@
 """Reading how many samples a row takes and how many must pass: ``sampling`` (fixed or adaptive,
-``analysis.sequential`` decides when an adaptive row stops) and ``pass_rate``."""
+``sequential`` decides when an adaptive row stops) and ``pass_rate``."""
 
 from __future__ import annotations
 

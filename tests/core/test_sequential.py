@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from fixtures_core.analysis.sequential import FLAKY_FLOOR, decide, sprt
 from fixtures_core.results import Check, MetricValue, SampleResult, row_status
+from fixtures_core.sequential import FLAKY_FLOOR, decide, sprt
 from fixtures_core.spec import Expectation, MetricSpec, RowSpec, Sampling, Threshold
 
 
