@@ -100,7 +100,9 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     # Samples: failing ones Failed with the false CEL; passing ones stay Completed (never rolled back).
     for index in range(5):
         name, message = seen.state(f"API low #{index}")
-        assert name == "Failed" and message.startswith('FAIL: CEL assertion false: json.execution.state == "comp')
+        assert name == "Failed" and message.startswith(
+            'FAIL: CEL assertion false (clause 3 of 3 is false: json.controls.reasoningEffort.observed.value == "low")'
+        )
         assert message.endswith("(exit code 0)")
     assert [seen.state(f"API flaky #{i}")[0] for i in range(5)] == ["Completed"] * 3 + ["Failed", "Completed"]
     assert {seen.state(f"CLI high #{i}")[0] for i in range(5)} == {"Completed"}
