@@ -142,7 +142,7 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings:
         file=path,
         line=line,
         name=name,
-        argv=command_argv(known.get("exec"), settings.exec, own_args, settings.args, where),
+        argv=command_argv(known.get("exec"), settings.exec, own_args, settings.args),
         expect=Expectation(
             exit_code=read_exit_code(known["exit_code"], where, "Exit Code") if "exit_code" in known else 0,
             stdout=known.get("stdout"),
@@ -168,7 +168,7 @@ def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings:
 
 
 def command_argv(
-    cell: str | None, default: str | None, own_args: tuple[str, ...] | None, default_args: tuple[str, ...], where: Where
+    cell: str | None, default: str | None, own_args: tuple[str, ...] | None, default_args: tuple[str, ...]
 ) -> tuple[str, ...]:
     """The row's command: its Command cell, else the frontmatter exec, else ``bash`` (Gavel's default exec).
 

@@ -103,14 +103,14 @@ def test_split_args_error_names_file_line_and_field() -> None:
 
 
 def test_command_argv_prefers_the_cell_then_the_default_then_bash_for_args() -> None:
-    assert command_argv("ls", "echo", None, ("-a",), WHERE) == ("ls", "-a")
-    assert command_argv(None, "echo", ("own",), ("-a",), WHERE) == ("echo", "own")
-    assert command_argv(None, None, ("-c", "true"), (), WHERE) == ("bash", "-c", "true")
+    assert command_argv("ls", "echo", None, ("-a",)) == ("ls", "-a")
+    assert command_argv(None, "echo", ("own",), ("-a",)) == ("echo", "own")
+    assert command_argv(None, None, ("-c", "true"), ()) == ("bash", "-c", "true")
 
 
 def test_command_argv_without_any_command_is_bash_as_in_gavel() -> None:
-    assert command_argv(None, None, None, ("-a",), WHERE) == ("bash", "-a")
-    assert command_argv(None, None, None, (), WHERE) == ("bash",)
+    assert command_argv(None, None, None, ("-a",)) == ("bash", "-a")
+    assert command_argv(None, None, None, ()) == ("bash",)
 
 
 # --- warnings about what a table holds but does not run -------------------------------
