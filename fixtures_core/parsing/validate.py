@@ -20,7 +20,7 @@ from fixtures_core.spec import Matrix, MetricSpec, RowSpec
 
 def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     """Every configuration error the checks find in the parsed matrix, in file order (empty when it can
-    run); the errors broken rows carry from parsing are ``row_errors``."""
+    run); the errors broken rows carry from parsing are on the rows (``RowSpec.error``)."""
     matrix, duplicates = _renamed_duplicates(matrix)
     by_name = _by_name(matrix)
     errors = [
