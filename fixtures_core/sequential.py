@@ -71,7 +71,8 @@ def sprt(successes: int, n: int, low: float, high: float, alpha: float) -> str |
 def _evidence(successes: int, n: int, null: float, alternatives: tuple[float, ...]) -> float:
     """The mean over distinct ``alternatives`` of their likelihood ratio against ``null``."""
     shown = sorted(set(alternatives))
-    return sum(math.exp(_log_ratio(successes, n, null, q)) for q in shown) / len(shown)
+    # Capped below a double's overflow: any ratio that large is far past every decision bound.
+    return sum(math.exp(min(_log_ratio(successes, n, null, q), 700.0)) for q in shown) / len(shown)
 
 
 def _log_ratio(successes: int, n: int, low: float, high: float) -> float:

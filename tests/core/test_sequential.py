@@ -143,3 +143,9 @@ def test_a_row_passes_when_its_pass_rate_is_met(outcomes: str, pass_rate: float,
     assert row_status(samples, False, pass_rate) == status
     assert row_status(samples, True, pass_rate) == "ERR"
     assert math.isclose(sum(s.passed for s in samples) / len(samples), outcomes.count("P") / 5)
+
+
+def test_overwhelming_evidence_never_overflows() -> None:
+    # 5000 passes against low = 0.001: log ratio 5000 * ln(0.101 / 0.001) = 23,075, far beyond a double's exp.
+    assert sprt(5000, 5000, 0.001, 0.101, 0.05) == "high"
+    assert sprt(0, 5000, 0.899, 0.999, 0.05) == "low"
