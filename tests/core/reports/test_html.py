@@ -97,3 +97,15 @@ def test_a_regression_against_the_saved_run_is_marked_on_plots_and_tables(matrix
     assert '<tr class="regressed"><td>API flaky</td>' in page
     assert "✗ regressed vs shipped" in page
     assert 'class="row regressed" data-row="API flaky"' in page and "duration_ms regressed vs shipped" in page
+
+
+def test_suite_text_is_escaped(ab_run: RunResult) -> None:
+    (suite,) = ab_run.suites
+    evil = "<img src=x onerror=alert(1)>"
+    case = replace(suite.cases[0], name=evil, error=evil)
+    judged = [replace(j, rationale=evil) for j in case.judgments]
+    gate = replace(suite.gates[0], name=evil, cel=evil)
+    hostile = replace(suite, file=evil, cases=(replace(case, judgments=tuple(judged)),), gates=(gate,))
+    page = html(replace(ab_run, suites=(hostile,)))
+    assert "<img" not in page
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 5  # file, case, error, rationale, gate, CEL
