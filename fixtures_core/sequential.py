@@ -94,6 +94,7 @@ def decide(row: RowSpec, samples: Sequence[SampleResult]) -> Decision:
     sampling = row.sampling
     if sampling is None:
         return Decision(False, "fixed number of samples")
+    samples = [s for s in samples if s.status in ("PASS", "FAIL")]  # a dry run's SKIP decides nothing
     n = len(samples)
     if n < sampling.min:
         return Decision(False, f"fewer than min {sampling.min} samples")

@@ -4,6 +4,7 @@ error bound under optional stopping checked on seeded simulations (no timing, no
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import random
 
 import pytest
@@ -149,3 +150,8 @@ def test_overwhelming_evidence_never_overflows() -> None:
     # 5000 passes against low = 0.001: log ratio 5000 * ln(0.101 / 0.001) = 23,075, far beyond a double's exp.
     assert sprt(5000, 5000, 0.001, 0.101, 0.05) == "high"
     assert sprt(0, 5000, 0.899, 0.999, 0.05) == "low"
+
+
+def test_skipped_samples_of_a_dry_run_decide_nothing() -> None:
+    skipped = [replace(sample(i, False), status="SKIP") for i in range(20)]
+    assert not decide(row(pass_rate=1.0), skipped).decided
