@@ -4,8 +4,8 @@ error bound under optional stopping checked on seeded simulations (no timing, no
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import random
+from dataclasses import replace
 
 import pytest
 
