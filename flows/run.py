@@ -242,7 +242,7 @@ def _bless_if_passed(run: RunResult, out_dir: str) -> None:
         out.print(f"not blessed: {refusal}")
         return
     target = Store(Path(out_dir)).bless(run.run_id, SHIPPED)
-    out.print(f"blessed {run.run_id} as '{SHIPPED}': {target}")
+    out.print(f"blessed {run.run_id} as '{SHIPPED}': {target}", soft_wrap=True)
 
 
 def execute_run(
@@ -378,7 +378,7 @@ def bless_command(
 ) -> None:
     """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS unless --force."""
     target = Store(Path(out_dir)).bless(run_ref, name, force=force)
-    out.print(f"blessed {run_ref} as '{name}': {target}")
+    out.print(f"blessed {run_ref} as '{name}': {target}", soft_wrap=True)
 
 
 @app.command("rejudge")
@@ -460,7 +460,7 @@ def report_command(
     files.check()
     run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
     for path in files.write(run, step_summary_file() if summary is not None else None):
-        out.print(f"wrote {path}")
+        out.print(f"wrote {path}", soft_wrap=True)
 
 
 @app.command("history")
@@ -486,7 +486,7 @@ def server_start_command(
     from flows.server import ensure_started, prefect_home
 
     found = ensure_started(prefect_home(), port, say=_say)
-    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}")
+    out.print(f"local Prefect server: pid {found.pid}, API {found.api_url}, UI {found.ui_url}", soft_wrap=True)
 
 
 @server_app.command("stop")

@@ -90,7 +90,7 @@ def test_a_broken_row_is_err_with_its_error_and_the_others_run(tmp_path: Path) -
     message = f"{fixture}:3: Stdout: golden file '@missing.txt' not found ({tmp_path / 'missing.txt'})"
     assert (a["status"], a["error"], a["samples"]) == ("ERR", message, [])
     assert b["status"] == "PASS"
-    assert message in done.stdout
+    assert "Stdout: golden file '@missing.txt' not found" in done.stdout  # the report says it too
 
 
 def test_validate_lists_every_error_of_every_file(tmp_path: Path) -> None:
