@@ -60,7 +60,7 @@ PARALLEL_SAMPLES_HELP = (
 )
 ADAPTIVE_HELP = (
     "Adaptive sampling for rows that do not say sampling: a row stops once more samples could not change its "
-    "verdict at 95% confidence (at least 3 samples, at most its repeat); see README 'Adaptive sampling'."
+    "verdict at 95% confidence (at least 3 samples, at most its repeat); see README 'Pass rate and adaptive sampling'."
 )
 ROW_SUBFLOWS_HELP = (
     "Run each row as a Prefect subflow run holding its sample tasks (the design card's shape; costs about "
