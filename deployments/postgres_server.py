@@ -160,7 +160,8 @@ def _port_of(root: Path) -> int | None:
 
 def start(root: Path, pg_port: int | None = None, port: int | None = None) -> str:
     """PostgreSQL and Prefect's server on it, both started if needed; the API URL."""
-    from flows.server import ensure_started, free_port
+    from fixtures_core.execution.daemons import free_port
+    from flows.server import ensure_started
 
     cluster = start_cluster(root, pg_port or _port_of(root) or free_port())
     home = root.resolve() / "prefect-home"

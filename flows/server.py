@@ -44,6 +44,7 @@ from pathlib import Path
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
 from fixtures_core.execution.containment import HELPER_VARIABLE
+from fixtures_core.execution.daemons import free_port
 from flows.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
 
 PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
@@ -374,13 +375,6 @@ def port_is_free(port: int, host: str = HOST) -> bool:
         except OSError:
             return False
     return True
-
-
-def free_port(host: str = HOST) -> int:
-    """A port the kernel says is free now."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def url_answers(url: str, timeout: float = 1.0) -> bool:

@@ -120,7 +120,7 @@ def withheld_reason(samples: Sequence[SampleResult], k: int, row_name: str) -> s
         verb = "needs" if len(undecided) == 1 else "need"
         return f"{_samples_phrase(undecided)} {verb} human judgment (indeterminate)"
     if k > n:
-        return f"k={k} > n={n} for row {row_name!r}"
+        return f"k={k} > n={n}"
     return None
 
 
@@ -204,7 +204,7 @@ def _withheld_text(reasons: Sequence[tuple[str, str]]) -> str:
         return f"row {name!r} withholds its estimate: {reason}"
     by_reason: dict[str, list[str]] = {}
     for name, reason in reasons:
-        by_reason.setdefault(reason.replace(f" for row {name!r}", ""), []).append(name)
+        by_reason.setdefault(reason, []).append(name)
     parts = [f"{reason}: {_some_names(names)}" for reason, names in by_reason.items()]
     return f"{len(reasons)} rows withhold their estimates ({'; '.join(parts)})"
 

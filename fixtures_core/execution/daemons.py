@@ -63,10 +63,10 @@ def running_daemons(rows: Iterable[RowSpec], containment: Containment) -> Iterat
             running.stop()
 
 
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on now."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port of ``host`` that the kernel says nothing uses now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 

@@ -196,9 +196,10 @@ def run_row(
             return run_row(row, settings, containment, sample_runner, on_sample, own)
     if row.error is not None:
         return _result(row, (), "ERR", row.error, "configuration")
-    not_serving = settings.daemons.get(row.daemon.where) if row.daemon is not None else None
-    if row.daemon is not None and (not_serving is None or not_serving.error is not None):
-        return _result(row, (), "ERR", not_serving.error if not_serving else f"daemon ({row.daemon.where}) not started")
+    if row.daemon is not None:
+        started = settings.daemons.get(row.daemon.where)
+        if started is None or started.error is not None:
+            return _result(row, (), "ERR", started.error if started else f"daemon ({row.daemon.where}) not started")
     finished = pool.resumed.rows.get(row.id)
     if finished is not None:
         return finished  # a resumed run keeps the rows that finished

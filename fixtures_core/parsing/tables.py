@@ -19,7 +19,7 @@ from fixtures_core.parsing.row_errors import broken_row, row_or_broken
 from fixtures_core.parsing.sampling import read_pass_rate, read_sampling
 from fixtures_core.parsing.settings import Inherited
 from fixtures_core.parsing.throughput import read_serial
-from fixtures_core.spec import Expectation, FixtureWarning, RowSpec
+from fixtures_core.spec import Expectation, FixtureWarning, PropertyValue, RowSpec
 
 COLUMNS = {
     "name": "name", "test name": "name",
@@ -92,7 +92,7 @@ def table_rows(
             warnings.append(FixtureWarning(path, line, _cell_count_note(raw, raw_count, header_cells)))
         named = dict(zip(header, cells, strict=True))  # a short row's missing cells are empty, as in Gavel
         name = next((v for h, v in named.items() if by_title[h] == "name" and v not in ("", "-")), "")
-        properties = {**settings.properties, **{h.strip().lower(): v for h, v in named.items() if not by_title[h]}}
+        properties = _row_properties(named, by_title, settings)
         if duplicate is not None:
             rows.append(broken_row(duplicate, name, line, properties))
             continue
@@ -118,17 +118,24 @@ def _duplicate_columns(header: list[str], keys: list[str], where: Where) -> Fixt
     return None
 
 
+def _row_properties(cells: dict[str, str], keys: dict[str, str], settings: Inherited) -> dict[str, PropertyValue]:
+    """The file's properties, then the row's other columns under their lower-cased headers (as Gavel
+    exposes them); an empty cell keeps an inherited value."""
+    properties: dict[str, PropertyValue] = dict(settings.properties)
+    for header, value in cells.items():
+        key = header.strip().lower()
+        if not keys[header] and (value != "" or key not in properties):
+            properties[key] = value
+    return properties
+
+
 def _table_row(cells: dict[str, str], keys: dict[str, str], line: int, settings: Inherited, path: str) -> RowSpec:
     where = Where(path, line)
     known = {keys[h]: v for h, v in cells.items() if keys[h] and v not in ("", "-")}
     name = known.get("name", "")
     if not name:
         raise where.error("Name", "a fixture table row needs a Name")
-    properties = dict(settings.properties)
-    for header, value in cells.items():
-        key = header.strip().lower()  # Gavel exposes custom columns under their lower-cased header
-        if not keys[header] and (value != "" or key not in properties):
-            properties[key] = value
+    properties = _row_properties(cells, keys, settings)
     row_settings = settings
     if "skip" in known:
         skip, skip_command = read_skip(known["skip"])

@@ -21,33 +21,39 @@ from fixtures_core.spec import Matrix, MetricSpec, RowSpec
 def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     """Every configuration error the checks find in the parsed matrix, in file order (empty when it can
     run); the errors broken rows carry from parsing are on the rows (``RowSpec.error``)."""
-    matrix, duplicates = _renamed_duplicates(matrix)
-    by_name = _by_name(matrix)
-    errors = [
-        error
-        for row in matrix.rows
-        for error in [*duplicates.get((row.file, row.line, row.name), []), *_errors_of(row, by_name)]
-    ]
-    return _unique([*_file_errors(matrix), *errors])
+    matrix, found = _row_findings(matrix)
+    return _unique([*_file_errors(matrix), *(e for errors in found for row_errors in errors for e in row_errors)])
 
 
 def isolate_row_errors(matrix: Matrix) -> tuple[Matrix, list[FixtureError]]:
     """The matrix with each row's configuration error on that row (it is ERR without running, every
     other row runs), and the errors that stop the run: those of whole files, and those found in a
     file's frontmatter (a metric or property every row takes from it)."""
+    matrix, found = _row_findings(matrix)
+    stopping = _file_errors(matrix)
+    files = []
+    for fixture, per_row in zip(matrix.files, found, strict=True):
+        rows = []
+        for row, errors in zip(fixture.rows, per_row, strict=True):
+            shared = [
+                e for e in errors if e.path == row.file and e.line is not None and e.line <= fixture.frontmatter_end
+            ]
+            stopping.extend(shared)
+            own = [e for e in errors if e not in shared]
+            rows.append(with_error(row, own[0]) if own else row)
+        files.append(replace(fixture, rows=tuple(rows)))
+    return Matrix(files=tuple(files)), _unique(stopping)
+
+
+def _row_findings(matrix: Matrix) -> tuple[Matrix, list[list[list[FixtureError]]]]:
+    """The matrix with duplicate names renamed, and each row's errors, by file and row."""
     matrix, duplicates = _renamed_duplicates(matrix)
     by_name = _by_name(matrix)
-    stopping = _file_errors(matrix)
-
-    def checked(row: RowSpec, frontmatter_end: int) -> RowSpec:
-        errors = [*duplicates.get((row.file, row.line, row.name), []), *_errors_of(row, by_name)]
-        shared = [e for e in errors if e.path == row.file and e.line is not None and e.line <= frontmatter_end]
-        stopping.extend(shared)
-        own = [e for e in errors if e not in shared]
-        return with_error(row, own[0]) if own else row
-
-    files = tuple(replace(f, rows=tuple(checked(row, f.frontmatter_end) for row in f.rows)) for f in matrix.files)
-    return Matrix(files=files), _unique(stopping)
+    found = [
+        [[*duplicates.get((row.file, row.line, row.name), []), *_errors_of(row, by_name)] for row in fixture.rows]
+        for fixture in matrix.files
+    ]
+    return matrix, found
 
 
 def validate_paths(paths: Sequence[str]) -> tuple[Matrix, list[str]]:

@@ -296,7 +296,8 @@ def _metric_table(
 ) -> str:
     compared = run.comparison is not None
     titles = ["row", "aggregate", "baseline row", "Δ%", *(["saved run", "Δ% vs saved"] if compared else []), "verdict"]
-    head = tr(titles, header=True, numeric={1, 2, 3, 4, 5} if compared else {1, 2, 3})
+    numeric = {1, 2, 3, 4, 5} if compared else {1, 2, 3}
+    head = tr(titles, header=True, numeric=numeric)
     lines = []
     for row, metric in rows:
         value = "-" if metric.value is None else f"{metric.value:.4g} {metric.unit}"
@@ -318,7 +319,6 @@ def _metric_table(
         if regressed and against is not None and run.comparison is not None:
             verdict = f"✗ regressed vs {run.comparison.baseline}" + (f": {against.note}" if against.note else "")
         cells = [row.name, value, baseline, delta, *extra, verdict]
-        numeric = {1, 2, 3, 4, 5} if compared else {1, 2, 3}
         lines.append(tr(cells, numeric=numeric, css="regressed" if regressed else ""))
     return '<table class="metric-values">' + head + "".join(lines) + "</table>"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
-from fixtures_core.reports.comparison import comparison_lines, text_lines
+from fixtures_core.reports.comparison import ComparisonLines, comparison_lines, text_lines
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
 
 _ANSWER_ROWS = 20  # failing rows named in the answer; the rest are in the collapsed details
@@ -29,7 +29,8 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     label = f" [{run.label}]" if run.label else ""
     lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict.shown}**", ""]
     lines += [f"Verdict: {escape(describe.answer(run))}", ""]
-    lines += answer_lines(run)
+    compared = comparison_lines(run.comparison) if run.comparison is not None else None
+    lines += answer_lines(run, compared)
     lines += _details(f"Rows ({len(run.rows)})", rows_table(run))
     lines += _details("Metrics", metrics_table(run))
     found = describe.failures(run)
@@ -43,8 +44,8 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
         lines += _details(
             f"A/B suite {outcome.file}: {shipgate.verdict_text(outcome)}", shipgate.suite_markdown(outcome)
         )
-    if run.comparison is not None:
-        verdict = comparison_lines(run.comparison).verdict or "comparison failed"
+    if run.comparison is not None and compared is not None:
+        verdict = compared.verdict or "comparison failed"
         lines += _details(f"Comparison with {run.comparison.baseline}: {verdict}", fenced(text_lines(run.comparison)))
     note = describe.no_comparison_note(run)
     if note:
@@ -57,8 +58,9 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def answer_lines(run: RunResult) -> list[str]:
-    """What decided the verdict, as a list: failing rows (where and why), failed gates, the comparison."""
+def answer_lines(run: RunResult, compared: ComparisonLines | None = None) -> list[str]:
+    """What decided the verdict, as a list: failing rows (where and why), failed gates, and the comparison
+    (``compared``: its lines, when the run has one)."""
     lines = []
     bad = [row for row in run.rows if row.status in ("FAIL", "ERR")]
     for row in bad[:_ANSWER_ROWS]:
@@ -73,12 +75,11 @@ def answer_lines(run: RunResult) -> list[str]:
             f"- A/B suite {code(outcome.file)}: **{shipgate.verdict_text(outcome)}**"
             + (f" ({escape(gates)})" if gates else "")
         )
-    if run.comparison is not None:
-        found = comparison_lines(run.comparison)
-        regressed = [f.name for f in found.figures if f.mark == "regressed"] + [
-            r.row for r in found.rows if r.mark == "regressed"
+    if run.comparison is not None and compared is not None:
+        regressed = [f.name for f in compared.figures if f.mark == "regressed"] + [
+            r.row for r in compared.rows if r.mark == "regressed"
         ]
-        told = found.verdict or f"comparison failed: {found.error}"
+        told = compared.verdict or f"comparison failed: {compared.error}"
         lines.append(
             f"- {escape(told)} ({escape(run.comparison.baseline)})"
             + (f": {escape(', '.join(regressed))}" if regressed else "")

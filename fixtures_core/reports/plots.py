@@ -51,7 +51,6 @@ class Lane:
     bad_below: float | None = None  # values below this fail a threshold
     anchor: str = ""  # id of the row's details in the page
     saved: float | None = None  # the saved run's value of the metric for this row (``--baseline``)
-    saved_name: str = ""
     regressed: bool = False  # it regressed against the saved run: the lane is marked
 
 
@@ -84,7 +83,6 @@ def lane(row: RowResult, name: str, metric: MetricSummary, anchor: str = "", sav
         bad_below=below,
         anchor=anchor,
         saved=saved.baseline if saved is not None else None,
-        saved_name=saved.note or "" if saved is not None else "",
         regressed=saved is not None and saved.regressed,
     )
 

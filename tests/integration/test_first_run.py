@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_core.execution.daemons import free_port
 from flows import idle_stop, server
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
@@ -172,7 +173,7 @@ def test_server_commands_report_the_session_server_and_prefect_api_url_wins(tmp_
 def test_an_unreachable_prefect_api_url_is_one_line(tmp_path: Path) -> None:
     from tests.integration.conftest import run_cli
 
-    dead = f"http://127.0.0.1:{server.free_port()}/api"
+    dead = f"http://127.0.0.1:{free_port()}/api"
     fixture = tmp_path / "quick.md"
     fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n")
     done = run_cli([str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path, env={"PREFECT_API_URL": dead})
@@ -187,7 +188,7 @@ def test_a_postgres_home_never_comes_up_on_sqlite_while_postgres_is_down(tmp_pat
     from tests.integration.conftest import run_cli
 
     home = tmp_path / "team" / "prefect-home"
-    closed = server.free_port()
+    closed = free_port()
     pin_database(home, f"postgresql+asyncpg://postgres@127.0.0.1:{closed}/prefect")
     shown = subprocess.run(
         [sys.executable, "-c", "from prefect.settings import get_current_settings as s; "
@@ -258,7 +259,7 @@ def test_losing_the_server_mid_run_gives_a_report_a_run_document_and_an_exit_cod
     home.mkdir()
     with sqlite3.connect(SESSION_HOME / "prefect.db") as source, sqlite3.connect(home / "prefect.db") as copy:
         source.backup(copy)  # a copy of the session server's database: no migrations to wait for
-    local = server.ensure_started(home.resolve(), server.free_port())
+    local = server.ensure_started(home.resolve(), free_port())
     started = tmp_path / "started"
     fixture = tmp_path / "long.md"
     fixture.write_text(
@@ -315,7 +316,7 @@ def test_an_unused_local_server_stops_itself_after_the_idle_time(
     monkeypatch.setenv("ASSAY_SERVER_IDLE_MINUTES", "0.05")  # 3 s
     monkeypatch.delenv("ASSAY_TEST_MARK", raising=False)
     try:
-        local = server.ensure_started(home, server.free_port())
+        local = server.ensure_started(home, free_port())
         companion = int((home / idle_stop.PID_FILE).read_text())
         assert not idle_stop.in_use(local.api_url)
         for _ in range(1200):  # bounded wait for the companion's stop (not a timing assertion)
