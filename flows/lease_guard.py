@@ -24,11 +24,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from uuid import UUID
 
 from fixtures_core.execution.containment import HELPER_VARIABLE
 
 _LINE = 64  # "hold " + a UUID + newline fits with room to spare
+_RETRY_PAUSES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 0.0)  # about 15 s of tries, well inside the minute a lease lasts
 
 
 class LeaseGuard:
@@ -99,11 +101,20 @@ def serve() -> None:
 def release(leases: list[str]) -> None:
     """Give back each lease (one already expired or released is fine)."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import PrefectHTTPStatusError
 
     with get_client(sync_client=True) as client:
         for lease in leases:
-            with contextlib.suppress(Exception):
-                client.release_concurrency_slots_with_lease(UUID(lease))
+            for pause in _RETRY_PAUSES_S:
+                try:
+                    client.release_concurrency_slots_with_lease(UUID(lease))
+                    break
+                except PrefectHTTPStatusError as exc:
+                    if exc.response.status_code < 500:  # gone already: expired, or released by the run
+                        break
+                except Exception:  # a busy or restarting server: worth another try while the lease lasts
+                    pass
+                time.sleep(pause)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def serve(owner: int) -> None:
             break  # the owner's end of the pipe closed: it exited or was killed
         if not owner_alive and not ready:
             break  # gone, and nothing more to read (a forked child may still hold the pipe)
-    clean_up(scopes, attached)
+    clean_up(scopes, still_attached(attached, first.session) if first is not None else {})
 
 
 def _apply(words: list[str], scopes: dict[str, str]) -> bool:
@@ -87,9 +87,23 @@ def _note_attached(owner: int, session: int, attached: dict[int, int]) -> None:
         found = procfs.stat(pid)
         if found is not None and found.session == session:
             attached[pid] = found.starttime
-    for pid, start in list(attached.items()):
-        if not procfs.alive(pid, start):
-            del attached[pid]
+    kept = still_attached(attached, session)
+    attached.clear()
+    attached.update(kept)
+
+
+def still_attached(attached: dict[int, int], session: int) -> dict[int, int]:
+    """The noted children alive and still in the owner's session.
+
+    A child started in a session of its own (the lease guard) is seen in the
+    owner's between its fork and its ``setsid``; it is not the owner's to stop.
+    """
+    kept = {}
+    for pid, start in attached.items():
+        found = procfs.stat(pid)
+        if found is not None and not found.zombie and (found.starttime, found.session) == (start, session):
+            kept[pid] = start
+    return kept
 
 
 def clean_up(scopes: dict[str, str], attached: dict[int, int]) -> None:

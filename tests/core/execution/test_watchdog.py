@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import fcntl
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -66,10 +67,10 @@ def noted_by(guard: subprocess.Popen[bytes]) -> None:
     assert unread(guard.stdin) == 0 and guard.poll() is None, "the watchdog never read its pipe"
 
 
-def start_owner(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """An owner in its own session with one attached child (a ``sleep`` in that session); both pids."""
+def start_owner(tmp_path: Path, child: str = "sleep 60") -> tuple[subprocess.Popen[bytes], int]:
+    """An owner in its own session with one attached child (``child``, in that session); both pids."""
     child_pid = tmp_path / "child.pid"
-    script = f"sleep 60 & echo $! > {child_pid}.tmp; mv {child_pid}.tmp {child_pid}; wait"
+    script = f"{child} & echo $! > {child_pid}.tmp; mv {child_pid}.tmp {child_pid}; wait"
     owner = subprocess.Popen(["bash", "-c", script], start_new_session=True)
     for _ in range(3000):
         if child_pid.exists():
@@ -105,6 +106,35 @@ def test_bye_leaves_the_owners_own_children_alone(tmp_path: Path) -> None:
         assert guard.stdin is not None
         guard.stdin.write(b"bye\n")
         guard.stdin.close()
+        assert guard.wait(timeout=20) == 0
+        assert not is_gone(child)
+    finally:
+        owner.kill()
+        owner.wait()
+        if not is_gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_a_child_that_left_for_a_session_of_its_own_is_spared(tmp_path: Path) -> None:
+    # The lease guard's case: noted in the owner's session between its fork and its setsid, it must
+    # outlive the owner to give back the dead run's slots.
+    go, moved = tmp_path / "go", tmp_path / "moved"
+    leaver = (
+        "import os, time, pathlib\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        f"os.setsid(); pathlib.Path({str(moved)!r}).touch(); time.sleep(60)\n"
+    )
+    owner, child = start_owner(tmp_path, f"{sys.executable} -c {shlex.quote(leaver)}")
+    try:
+        guard = start_watchdog(owner.pid)
+        noted_by(guard)  # noted while still in the owner's session
+        go.touch()
+        for _ in range(3000):
+            if moved.exists():
+                break
+            time.sleep(0.02)
+        owner.kill()
+        owner.wait()
         assert guard.wait(timeout=20) == 0
         assert not is_gone(child)
     finally:
