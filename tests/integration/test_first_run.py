@@ -73,8 +73,13 @@ def foreign_server() -> Iterator[ForeignServer]:
 
 @contextlib.contextmanager
 def cpu_hog() -> Iterator[None]:
-    """One busy loop per core, for as long as the block runs."""
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True) for _ in range(os.cpu_count() or 2)]
+    """A busy loop on every core the other test workers leave free, for as long as the block runs.
+
+    Each other pytest-xdist worker already keeps a core busy; a hog there too would only slow them.
+    """
+    others = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) - 1
+    count = max(1, (os.cpu_count() or 2) - others)
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True) for _ in range(count)]
     try:
         yield
     finally:
