@@ -201,12 +201,12 @@ def _withheld_text(reasons: Sequence[tuple[str, str]]) -> str:
     """One line naming the withholding rows (at most five per reason) under each reason."""
     if len(reasons) == 1:
         name, reason = reasons[0]
-        return f"row {name!r} withholds its estimate: {reason}"
+        return f"row {name!r} ({reason})"
     by_reason: dict[str, list[str]] = {}
     for name, reason in reasons:
         by_reason.setdefault(reason, []).append(name)
     parts = [f"{reason}: {_some_names(names)}" for reason, names in by_reason.items()]
-    return f"{len(reasons)} rows withhold their estimates ({'; '.join(parts)})"
+    return f"{len(reasons)} rows ({'; '.join(parts)})"
 
 
 def _some_names(names: Sequence[str], shown: int = 5) -> str:

@@ -58,16 +58,28 @@ def status_label(row: RowResult) -> str:
     return label
 
 
+NOT_RUN = "not run"
+
+
 def passed_cell(row: RowResult) -> str:
-    """Samples passed out of samples planned (and run, when fewer ran)."""
+    """Samples passed out of samples planned (and run, when fewer ran); ``not run`` for a row that
+    stopped before its first sample (a configuration error, a failed daemon, a spent budget)."""
     if row.status == "SKIP":
         return "-"
+    if not row.samples and row.status == "ERR":
+        return NOT_RUN
     passed = sum(s.passed for s in row.samples)
     if row.sampling is not None:  # adaptive: n is what it took, repeat its maximum
         return f"{passed}/{len(row.samples)} (max {row.repeat})"
     return (
         f"{passed}/{row.repeat}" if len(row.samples) == row.repeat else f"{passed}/{len(row.samples)} of {row.repeat}"
     )
+
+
+def passed_phrase(row: RowResult) -> str:
+    """``3/5 passed``, or ``not run``: the passed cell as words."""
+    cell = passed_cell(row)
+    return cell if cell in (NOT_RUN, "-") else f"{cell} passed"
 
 
 def sampling_lines(run: RunResult) -> list[str]:
@@ -212,7 +224,7 @@ def suite_line(figures: SuiteFigures) -> str:
     """One line of suite figures, or why they are withheld."""
     k = figures.k if figures.k is not None else "k"
     if figures.withheld:
-        return f"pass@{k} and pass^{k} {figures.withheld}"
+        return f"pass@{k} and pass^{k} withheld: {figures.withheld}"
     return (
         f"pass@{k} {fraction(figures.pass_at_k)} (rows {figures.rows_pass_at_k}/{figures.rows}), "
         f"pass^{k} {fraction(figures.pass_hat_k)} (rows {figures.rows_pass_hat_k}/{figures.rows})"

@@ -427,7 +427,7 @@ def _row_details(row: RowResult, anchor: str) -> str:
     where = f"{row.file}:{row.line}"
     head = (
         f'<details class="row-detail" id="{anchor}"{opened}><summary>{escape(row.name)} {_status(row)} '
-        f'<span class="muted">{describe.passed_cell(row)} passed · {escape(where)}</span></summary>'
+        f'<span class="muted">{describe.passed_phrase(row)} · {escape(where)}</span></summary>'
     )
     body = []
     reason = describe.row_reason(row)

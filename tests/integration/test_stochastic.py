@@ -172,8 +172,7 @@ def test_k_above_the_sample_count_withholds_rows_and_headlines(tmp_path: Path) -
     assert table_line(out, "alternating")[-2:] == ["withheld", "withheld"]
     suite_line = line_with(out, "suite:")
     assert suite_line.startswith(
-        "suite: pass@9 and pass^9 4 rows withhold their estimates "
-        "(k=9 > n=5: 'alternating', 'steady', 'broken', 'lucky')"
+        "suite: pass@9 and pass^9 withheld: 4 rows (k=9 > n=5: 'alternating', 'steady', 'broken', 'lucky')"
     )
     assert "k=9 > n=5" in suite_line
 

@@ -496,7 +496,7 @@ def test_withheld_pass_at_k_is_shown_never_compared_as_zero(suite: RunResult) ->
     for name in ("pass@k", "pass^k"):
         line = rate(comparison, name)
         assert (line.current, line.delta, line.gating, line.regressed) == (None, None, False, False)
-        assert line.note == "withheld in current: row 'beta' withholds its estimate: sample 1 errored"
+        assert line.note == "withheld in current: row 'beta' (sample 1 errored)"
     assert comparison.regressed is False
 
 

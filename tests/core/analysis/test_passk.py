@@ -304,7 +304,7 @@ def test_suite_headline_withheld_naming_the_row() -> None:
     assert figures.rows == 2
     assert figures.pass_at_k is None and figures.pass_hat_k is None
     assert figures.rows_pass_at_k is None and figures.rows_pass_hat_k is None
-    assert figures.withheld == "row 'bad' withholds its estimate: sample 1 errored"
+    assert figures.withheld == "row 'bad' (sample 1 errored)"
     assert figures.withheld_rows == ("bad",)
 
 
@@ -312,16 +312,14 @@ def test_suite_headline_withheld_naming_every_row() -> None:
     undecided = (sample(0), sample(1, indeterminate=True))
     rows = [row("a", samples("ERR")), row("b", undecided), row("c", samples("PASS"))]
     figures = suite_figures(rows, None)
-    assert figures.withheld == (
-        "2 rows withhold their estimates (sample 0 errored: 'a'; sample 1 needs human judgment (indeterminate): 'b')"
-    )
+    assert figures.withheld == ("2 rows (sample 0 errored: 'a'; sample 1 needs human judgment (indeterminate): 'b')")
     assert figures.withheld_rows == ("a", "b")
 
 
 def test_suite_headline_groups_withholding_rows_by_reason() -> None:
     rows = [row(name, (), status="ERR") for name in "abcdefg"]
     figures = suite_figures(rows, None)
-    assert figures.withheld == ("7 rows withhold their estimates (no samples ran: 'a', 'b', 'c', 'd', 'e' and 2 more)")
+    assert figures.withheld == ("7 rows (no samples ran: 'a', 'b', 'c', 'd', 'e' and 2 more)")
 
 
 def test_suite_with_no_rows_counted() -> None:
@@ -383,7 +381,7 @@ def test_group_figures() -> None:
     assert groups["api"].pass_at_k == pytest.approx(0.0)
     assert groups["api"].skipped == ("e",)
     # Only the group holding the errored row is withheld.
-    assert groups["(none)"].withheld == "row 'd' withholds its estimate: sample 1 errored"
+    assert groups["(none)"].withheld == "row 'd' (sample 1 errored)"
     assert groups["(none)"].pass_at_k is None
 
 

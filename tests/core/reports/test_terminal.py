@@ -75,7 +75,7 @@ def test_render_shows_failures_suite_line_and_verdict_last(mixed_run: RunResult)
     assert lines[broken].endswith("mixed.md:16)")
     assert lines[broken + 2 : broken + 5] == ["  CEL: json.size > 0", "  failing samples: 0", "  stdout of sample 0:"]
     assert any(line.startswith("FAIL big  (") for line in lines)
-    assert "suite: pass@k and pass^k row 'broken' withholds its estimate: sample 0 errored" in lines
+    assert "suite: pass@k and pass^k withheld: row 'broken' (sample 0 errored)" in lines
     assert [line for line in lines if line][-2:] == [
         "ERR  2 passed, 1 failed, 1 errored, 1 skipped; 10 samples",
         "verdict: ERR · exit 2 — 1 row errored: 'broken'; 1 row failed: 'big'",
