@@ -87,6 +87,17 @@ def sampling_lines(run: RunResult) -> list[str]:
     return [f"sampling {row.name!r}: {row.sampling}" for row in run.rows if row.sampling is not None]
 
 
+def sampling_saving(run: RunResult) -> str | None:
+    """What adaptive sampling spent against fixed k (None without adaptive rows):
+    ``36 of at most 48 samples (25% fewer than fixed k)``."""
+    adaptive = [row for row in run.rows if row.sampling is not None]
+    if not adaptive:
+        return None
+    taken, most = sum(len(row.samples) for row in adaptive), sum(row.repeat for row in adaptive)
+    fewer = 1 - taken / most if most else 0.0
+    return f"{taken} of at most {most} samples ({fewer:.0%} fewer than fixed k)"
+
+
 def passk_cells(row: RowResult) -> tuple[str, str]:
     """pass@k and pass^k of a row, or why they are withheld."""
     s = row.stochastic

@@ -337,9 +337,11 @@ def _metric_verdict(metric: MetricSummary) -> str:
 
 
 def _suite_section(run: RunResult) -> str:
+    saving = describe.sampling_saving(run)
+    note = f'<p class="muted">adaptive sampling: {escape(saving)}</p>' if saving else ""
     figures = run.summary.stochastic
     if figures is None:
-        return ""
+        return note
     k = describe.k_label(run)
     head = tr(
         ["group", "rows", f"pass@{k}", "", f"rows meeting pass@{k}", f"pass^{k}", "", f"rows meeting pass^{k}"],
@@ -349,7 +351,8 @@ def _suite_section(run: RunResult) -> str:
     lines = [_suite_row("all rows", figures)]
     for prop, groups in (run.summary.groups or {}).items():
         lines += [_suite_row(f"{prop}={value}", group) for value, group in groups.items()]
-    return f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n<table class="suite">{head}' + "".join(lines) + "</table>"
+    table = f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n<table class="suite">{head}' + "".join(lines) + "</table>"
+    return table + note
 
 
 def _suite_row(name: str, figures: SuiteFigures) -> str:

@@ -39,7 +39,8 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     )
     lines += _details("Suite figures", [f"- {line.strip()}" for line in describe.suite_lines(run)])
     adaptive = describe.sampling_lines(run)
-    lines += _details(f"Adaptive sampling ({len(adaptive)} rows)", [f"- {escape(line)}" for line in adaptive])
+    title = f"Adaptive sampling ({len(adaptive)} rows: {describe.sampling_saving(run)})"
+    lines += _details(title, [f"- {escape(line)}" for line in adaptive])
     for outcome in run.suites:
         lines += _details(
             f"A/B suite {outcome.file}: {shipgate.verdict_text(outcome)}", shipgate.suite_markdown(outcome)

@@ -33,9 +33,11 @@ def render(run: RunResult, console: Console) -> None:
         console.print(metrics)
     for failure in describe.failures(run):
         render_failure(failure, console)
-    lines = describe.suite_lines(run) + describe.sampling_lines(run)
+    saving = describe.sampling_saving(run)
+    lines = describe.suite_lines(run) + ([f"adaptive sampling: {saving}"] if saving else [])
+    lines += describe.sampling_lines(run)
     if lines:
-        console.print("\n" + visible("\n".join(lines)), markup=False)
+        console.print("\n" + visible("\n".join(lines)), markup=False, soft_wrap=True)
     for suite in run.suites:
         shipgate.render(suite, console)
     if run.comparison is not None:

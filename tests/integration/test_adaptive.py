@@ -52,6 +52,8 @@ def test_rows_stop_once_decided_and_say_why(tmp_path: Path, engine: str, request
         assert rows[name]["sampling"].startswith(why), rows[name]["sampling"]
         assert f"sampling '{name}': {why}" in done.stdout.replace("\n", " ")
     assert "| always" not in done.stdout and "10/10 (max 12)" in done.stdout  # n per row, and its max
+    taken = sum(n for n, _status, _why in EXPECTED.values())  # 36 of 4 rows x max 12: 25% fewer
+    assert f"adaptive sampling: {taken} of at most 48 samples ({1 - taken / 48:.0%} fewer than fixed k)" in done.stdout
 
 
 def test_the_adaptive_flag_makes_rows_without_sampling_adaptive(tmp_path: Path) -> None:

@@ -134,3 +134,42 @@ def test_verdict_of_a_dry_run_is_never_pass(
     run = replace(mixed_run, status=status, options={**mixed_run.options, "dry_run": dry_run})
     assert (run.verdict.shown, run.verdict.colour) == shown
     assert describe.counts(run).endswith("; nothing was scored") is dry_run
+
+
+# --- adaptive sampling ------------------------------------------------------------------------
+
+
+def adaptive_rows(run: RunResult, count: int, repeat: int) -> RunResult:
+    """``run`` with its first ``count`` rows made adaptive (max ``repeat``, decided on the samples they have)."""
+    seen = iter(range(len(run.rows)))
+
+    def change(found: RowResult) -> RowResult:
+        return replace(found, repeat=repeat, sampling="decided after 5: ...") if next(seen) < count else found
+
+    fixtures = tuple(replace(f, rows=tuple(change(r) for r in f.rows)) for f in run.fixtures)
+    return replace(run, fixtures=fixtures)
+
+
+def test_the_saving_of_adaptive_sampling_counts_only_adaptive_rows(matrix_run: RunResult) -> None:
+    # The example matrix: 4 rows of 5 samples. Three made adaptive with a max of 20 took 5 each:
+    # 15 of at most 60 samples, 75% fewer. The fixed row counts in neither figure.
+    adaptive = adaptive_rows(matrix_run, 3, 20)
+    assert [len(r.samples) for r in adaptive.rows] == [5, 5, 5, 5]
+    assert describe.sampling_saving(adaptive) == "15 of at most 60 samples (75% fewer than fixed k)"
+    assert describe.sampling_saving(matrix_run) is None
+
+
+def test_every_report_shows_the_saving_of_adaptive_sampling(matrix_run: RunResult) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from fixtures_core.reports import html, markdown, terminal
+
+    adaptive = adaptive_rows(matrix_run, 4, 10)
+    saving = "20 of at most 40 samples (50% fewer than fixed k)"
+    shown = StringIO()
+    terminal.render(adaptive, Console(file=shown, width=200))
+    assert f"adaptive sampling: {saving}" in shown.getvalue()
+    assert f"Adaptive sampling (4 rows: {saving})" in markdown.render(adaptive)
+    assert f"adaptive sampling: {saving}" in html.html(adaptive)
