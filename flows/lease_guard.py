@@ -25,12 +25,16 @@ import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from fixtures_core.execution.containment import HELPER_VARIABLE
 
+if TYPE_CHECKING:  # Prefect is imported only once the run is gone: the guard starts in milliseconds
+    from prefect.client.orchestration import SyncPrefectClient
+
 _LINE = 64  # "hold " + a UUID + newline fits with room to spare
-_RETRY_PAUSES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 0.0)  # about 15 s of tries, well inside the minute a lease lasts
+_RETRY_PAUSES_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # six tries over about 15 s, well inside the minute a lease lasts
 
 
 class LeaseGuard:
@@ -99,22 +103,29 @@ def serve() -> None:
 
 
 def release(leases: list[str]) -> None:
-    """Give back each lease (one already expired or released is fine)."""
+    """Give back each lease (one already expired or released is fine), retrying a busy server."""
     from prefect.client.orchestration import get_client
-    from prefect.exceptions import PrefectHTTPStatusError
 
     with get_client(sync_client=True) as client:
         for lease in leases:
-            for pause in _RETRY_PAUSES_S:
-                try:
-                    client.release_concurrency_slots_with_lease(UUID(lease))
+            for pause in (*_RETRY_PAUSES_S, None):
+                if _answered(client, UUID(lease)) or pause is None:
                     break
-                except PrefectHTTPStatusError as exc:
-                    if exc.response.status_code < 500:  # gone already: expired, or released by the run
-                        break
-                except Exception:  # a busy or restarting server: worth another try while the lease lasts
-                    pass
                 time.sleep(pause)
+
+
+def _answered(client: SyncPrefectClient, lease: UUID) -> bool:
+    """Release ``lease``: True once the server has answered (released, or already gone), False when
+    it could not (a busy or restarting server: worth another try while the lease lasts)."""
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    try:
+        client.release_concurrency_slots_with_lease(lease)
+    except PrefectHTTPStatusError as exc:
+        return exc.response.status_code < 500  # 404: expired, or released by the run
+    except Exception:
+        return False
+    return True
 
 
 if __name__ == "__main__":

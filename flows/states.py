@@ -107,7 +107,7 @@ def row_message(row: RowResult) -> str:
     """``STATUS: passed/planned samples passed; why`` (the reports' failure, on one line), bounded."""
     if row.status == "SKIP":
         return "SKIP"
-    message = f"{describe.status_label(row)}: {describe.passed_phrase(row).replace(' passed', ' samples passed')}"
+    message = f"{describe.status_label(row)}: {describe.passed_phrase(row, 'samples passed')}"
     why = row_why(row)
     return _bounded(f"{message}; {why}" if why else message)
 

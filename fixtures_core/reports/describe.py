@@ -76,10 +76,10 @@ def passed_cell(row: RowResult) -> str:
     )
 
 
-def passed_phrase(row: RowResult) -> str:
-    """``3/5 passed``, or ``not run``: the passed cell as words."""
+def passed_phrase(row: RowResult, passed: str = "passed") -> str:
+    """``3/5 passed`` (``passed`` the words after the count), or ``not run``: the passed cell as words."""
     cell = passed_cell(row)
-    return cell if cell in (NOT_RUN, "-") else f"{cell} passed"
+    return cell if cell in (NOT_RUN, "-") else f"{cell} {passed}"
 
 
 def sampling_lines(run: RunResult) -> list[str]:

@@ -96,3 +96,17 @@ def test_a_sample_waiting_for_a_slot_says_so_and_keeps_its_rows_budget(
         f"time budget 3s ran out waiting for a slot of provider={provider} (Prefect's global concurrency limits); "
         "sample 0 never started"
     )
+
+
+def test_the_lease_guard_retries_only_a_server_that_did_not_answer(client: SyncPrefectClient) -> None:
+    from uuid import uuid4
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from fixtures_core.execution.daemons import free_port
+    from flows.lease_guard import _answered
+
+    assert _answered(client, uuid4())  # an unknown lease (expired, or given back by the run): answered, done
+    unreachable = {PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}
+    with temporary_settings(unreachable), get_client(sync_client=True) as nowhere:
+        assert not _answered(nowhere, uuid4())  # nothing listening: worth another try
