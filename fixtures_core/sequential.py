@@ -20,6 +20,11 @@ and ``high`` are the gate's threshold minus and plus the sampling margin (the in
   regression gate depends on another row's aggregate: such a gate stays undecided, and the row runs
   to ``max``, where the fixed-k rule decides.
 
+A gate is also decided, exactly and without any error, once no outcome of the samples left before
+``max`` could change what the fixed-k rule says (deterministic curtailment: a row of ``pass_rate:
+0.8`` and max 20 that has failed 5 times can reach at most 15/20; a median with more than half of
+the ``max`` values on one side of its threshold stays there).
+
 The verdict itself always comes from the usual rules on the samples taken; this module only says
 when to stop taking them.
 """
@@ -100,7 +105,7 @@ def decide(row: RowSpec, samples: Sequence[SampleResult]) -> Decision:
         return Decision(False, f"fewer than min {sampling.min} samples")
     alpha = 1 - sampling.confidence
     gates = [_pass_gate(row, samples, sampling, alpha), _flaky_gate(samples, alpha)]
-    gates += [_metric_gate(metric, samples, sampling, alpha) for metric in row.metrics if metric.gate]
+    gates += [_metric_gate(metric, samples, sampling, alpha, row.repeat) for metric in row.metrics if metric.gate]
     gates = [gate for gate in gates if gate.text]
     open_gates = [gate.text for gate in gates if not gate.decided]
     if open_gates:
@@ -120,7 +125,22 @@ def _pass_gate(row: RowSpec, samples: Sequence[SampleResult], sampling: Sampling
         return _Gate(True, f"{told}: a sample failed, and pass_rate 1 needs every sample to pass")
     if found == "low":
         return _Gate(True, f"{told}, P(pass rate >= {_num(high)}) < {_num(alpha)}")
+    settled = _pass_rate_settled(row, passed, n)
+    if settled is not None:
+        return _Gate(True, f"{told}: {settled}")
     return _Gate(False, f"pass rate {told} is not yet told apart from {_num(row.pass_rate)}")
+
+
+def _pass_rate_settled(row: RowSpec, passed: int, n: int) -> str | None:
+    """Why no outcome of the samples left before max can change the fixed-k rule's answer, if so."""
+    most, needed = row.repeat, row.pass_rate * row.repeat - 1e-9  # the rule of row_status, at max
+    if n >= most:
+        return None  # at max nothing is left: the fixed-k rule decides, and reports say so
+    if passed + (most - n) < needed:
+        return f"at most {passed + most - n}/{most} can pass, below pass_rate {_num(row.pass_rate)}"
+    if passed >= needed:
+        return f"pass_rate {_num(row.pass_rate)} of {most} is met whatever the rest do"
+    return None
 
 
 def _flaky_gate(samples: Sequence[SampleResult], alpha: float) -> _Gate:
@@ -134,7 +154,9 @@ def _flaky_gate(samples: Sequence[SampleResult], alpha: float) -> _Gate:
     return _Gate(False, "failed every time so far: flaky or failing is not decided")
 
 
-def _metric_gate(metric: MetricSpec, samples: Sequence[SampleResult], sampling: Sampling, alpha: float) -> _Gate:
+def _metric_gate(
+    metric: MetricSpec, samples: Sequence[SampleResult], sampling: Sampling, alpha: float, most: int
+) -> _Gate:
     if metric.threshold.limits_regression:
         return _Gate(False, f"{metric.name}: a regression gate is decided at max")
     limits = [
@@ -150,12 +172,21 @@ def _metric_gate(metric: MetricSpec, samples: Sequence[SampleResult], sampling: 
             return _Gate(False, f"{metric.name}: a {metric.aggregate} is decided at max")
         good = sum(1 for value in values if (value <= bound if side == "max" else value >= bound))
         low, high = _zone(share, sampling.margin)
-        found = sprt(good, len(values), low, high, alpha)
+        found = sprt(good, len(values), low, high, alpha) or _median_settled(metric, good, len(values), most)
         if found is None:
             return _Gate(False, f"{metric.name} {metric.aggregate} against {side} {_num(bound)} is not decided")
         where = "within" if found == "high" else "beyond"
         texts.append(f"{metric.name} {metric.aggregate} {where} {side} {_num(bound)}")
     return _Gate(True, "; ".join(texts))
+
+
+def _median_settled(metric: MetricSpec, good: int, n: int, most: int) -> str | None:
+    """``"high"`` when more than half of ``most`` values are already on the good side of the bound, so
+    the median of at most ``most`` is too; ``"low"`` when more than half are on the bad side."""
+    if metric.aggregate != "median" or n >= most:
+        return None
+    half = most // 2 + 1
+    return "high" if good >= half else "low" if n - good >= half else None
 
 
 def _good_share(aggregate: str, side: str) -> float | None:

@@ -117,6 +117,39 @@ def test_a_median_gate_decides_on_the_share_of_values_within_it() -> None:
     assert "s median beyond max 30" in decide(spec, slow).why
 
 
+def test_a_row_that_can_no_longer_reach_its_pass_rate_stops_exactly_there() -> None:
+    # pass_rate 0.8 of max 20 needs 16 passes. F, 10 P, then failures: after the 5th failure (n = 15)
+    # at most 10 + 5 = 15 can pass. The sequential test alone is not there yet: its evidence for "low"
+    # is (3^5 * 0.778^10) / 2 = (243 * 0.0811) / 2 = 9.85 < 20. One failure fewer (n = 14) still
+    # leaves 10 + 6 = 16 reachable.
+    outcomes = [False] + [True] * 10 + [False] * 4
+    assert not decide(row(), [sample(i, ok) for i, ok in enumerate(outcomes[:14])]).decided
+    decision = decide(row(), [sample(i, ok) for i, ok in enumerate(outcomes)])
+    assert decision.why.startswith("decided after 15: 10/15 passed: at most 15/20 can pass, below pass_rate 0.8")
+
+
+def test_a_row_that_has_met_its_pass_rate_whatever_the_rest_do_stops() -> None:
+    # A failure, then passes: the sequential test needs 20 passes after it (see above); 16 passes
+    # meet 0.8 of 20 even if the last 3 fail (n = 17), and 15 (n = 16) do not.
+    outcomes = [False] + [True] * 16
+    assert not decide(row(), [sample(i, ok) for i, ok in enumerate(outcomes[:16])]).decided
+    decision = decide(row(), [sample(i, ok) for i, ok in enumerate(outcomes)])
+    assert decision.why.startswith("decided after 17: 16/17 passed: pass_rate 0.8 of 20 is met whatever the rest do")
+
+
+def test_a_median_with_most_of_its_values_on_one_side_stays_there() -> None:
+    # Values within, within, beyond, ...: after 16, 11 of at most 20 are within 30 s, so the median is.
+    # The share test (zone 0.4 .. 0.6) is not sure: (1.5^11 * (2/3)^5) / 2 = 1.5^6 / 2 = 5.7 < 20.
+    latency = MetricSpec("s", "json.s", "s", "f.md", 2, aggregate="median", threshold=Threshold(max=30.0))
+    values = [50.0 if i % 3 == 2 else 5.0 for i in range(20)]
+    taken = [sample(i, True, s=v) for i, v in enumerate(values)]
+    assert not decide(row(metrics=(latency,)), taken[:15]).decided  # 10 within: the median may still cross
+    decision = decide(row(metrics=(latency,)), taken[:16])
+    assert decision.decided and decision.why.endswith("s median within max 30")
+    beyond = [sample(i, True, s=55.0 - v) for i, v in enumerate(values)]  # the mirror image: 11 beyond
+    assert decide(row(metrics=(latency,)), beyond[:16]).why.endswith("s median beyond max 30")
+
+
 def test_a_mean_and_a_regression_gate_run_to_max() -> None:
     mean = MetricSpec("s", "json.s", "s", "f.md", 2, threshold=Threshold(max=30.0))
     decision = decide(row(metrics=(mean,)), [sample(i, True, s=5.0) for i in range(20)])
