@@ -39,7 +39,8 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     )
     lines += _details("Suite figures", [f"- {line.strip()}" for line in describe.suite_lines(run)])
     adaptive = describe.sampling_lines(run)
-    title = f"Adaptive sampling ({len(adaptive)} rows: {describe.sampling_saving(run)})"
+    rows = f"{len(adaptive)} row" + ("" if len(adaptive) == 1 else "s")
+    title = f"Adaptive sampling ({rows}: {describe.sampling_saving(run)})"
     lines += _details(title, [f"- {escape(line)}" for line in adaptive])
     for outcome in run.suites:
         lines += _details(
