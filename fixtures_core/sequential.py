@@ -97,7 +97,7 @@ def _log_ratio(successes: int, n: int, low: float, high: float) -> float:
 def decide(row: RowSpec, samples: Sequence[SampleResult]) -> Decision:
     """May ``row`` stop after ``samples`` (its finished ones)? Never before ``sampling.min``."""
     sampling = row.sampling
-    if sampling is None:
+    if sampling is None or not sampling.adaptive:  # sampling: fixed
         return Decision(False, "fixed number of samples")
     samples = [s for s in samples if s.status in ("PASS", "FAIL")]  # a dry run's SKIP decides nothing
     n = len(samples)

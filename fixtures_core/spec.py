@@ -189,6 +189,11 @@ class RowSpec:
     error: str | None = None
 
     @property
+    def adaptive(self) -> bool:
+        """The row samples adaptively: it stops once its gates are decided (``sequential``)."""
+        return self.sampling is not None and self.sampling.adaptive
+
+    @property
     def samples_in_order(self) -> bool:
         """The row's samples run strictly one after another unless the fixture or run opted out."""
         return self.serial is not False

@@ -9,8 +9,9 @@ the one way to cut it lives in the vocabulary. A cut is always marked with
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["excerpt", "visible"]
+__all__ = ["counted", "excerpt", "listed", "visible"]
 
 _CUT = "…"
 # C0 controls but tab and newline, DEL, and C1 controls: what a terminal would act on instead of show.
@@ -33,3 +34,14 @@ def visible(text: str) -> str:
     """``text`` with control characters shown as ``\\xNN``: an agent's escape sequences (a screen clear,
     a window title) printed on a terminal are read, never obeyed."""
     return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 row``, ``3 rows``: a count and its noun (plural by an ``s``)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def listed(items: Sequence[str], shown: int = 5) -> str:
+    """``'a', 'b' and 4 more``: the first ``shown`` items (already quoted as the caller wants), then how many more."""
+    text = ", ".join(items[:shown])
+    return text + (f" and {len(items) - shown} more" if len(items) > shown else "")

@@ -40,6 +40,7 @@ from fixtures_core.runs.options import RunOptions, resume_options, store_for
 from fixtures_core.runs.plan import plan
 from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
+from fixtures_core.text import counted
 from flows.interrupts import Interrupted, InterruptGuard, exit_now
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 
@@ -365,7 +366,7 @@ def validate_command(
     if not rows:
         raise UsageError("the fixtures contain no rows")
     samples = sum(r.repeat for r in rows if not r.skip)
-    noted = f", {len(warnings)} warning{'' if len(warnings) == 1 else 's'}" if warnings else ""
+    noted = f", {counted(len(warnings), 'warning')}" if warnings else ""
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
 
 

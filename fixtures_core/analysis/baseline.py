@@ -49,7 +49,7 @@ from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.results import MetricSummary, RowResult, Status
 from fixtures_core.spec import Threshold
-from fixtures_core.text import excerpt
+from fixtures_core.text import counted, excerpt
 
 if TYPE_CHECKING:  # rundoc stores a Comparison in the run document, so it imports this module
     from fixtures_core.records.rundoc import RunResult
@@ -276,7 +276,7 @@ def _index(rows: Iterable[RowResult], baseline_path: str | None) -> dict[RowKey,
 
 
 def _count(rows: Sequence[object] | Mapping[RowKey, object]) -> str:
-    return f"{len(rows)} row" + ("" if len(rows) == 1 else "s")
+    return counted(len(rows), "row")
 
 
 def _files(rows: Mapping[RowKey, RowResult]) -> str:

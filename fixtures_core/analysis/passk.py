@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from fixtures_core.results import RowClass, RowResult, SampleResult, Stochastic
+from fixtures_core.text import listed
 
 # z for a two-sided 95% interval: the 0.975 quantile of the standard normal.
 Z_95 = 1.959963984540054
@@ -205,13 +206,8 @@ def _withheld_text(reasons: Sequence[tuple[str, str]]) -> str:
     by_reason: dict[str, list[str]] = {}
     for name, reason in reasons:
         by_reason.setdefault(reason, []).append(name)
-    parts = [f"{reason}: {_some_names(names)}" for reason, names in by_reason.items()]
+    parts = [f"{reason}: {listed([repr(name) for name in names])}" for reason, names in by_reason.items()]
     return f"{len(reasons)} rows ({'; '.join(parts)})"
-
-
-def _some_names(names: Sequence[str], shown: int = 5) -> str:
-    listed = ", ".join(repr(name) for name in names[:shown])
-    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:

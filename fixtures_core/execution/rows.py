@@ -295,7 +295,7 @@ class _RowRun:
 
     def _sampled_enough(self) -> bool:
         """An adaptive row may stop: every gate is decided on its finished samples (``sequential``)."""
-        if self.row.sampling is None or not self.row.sampling.adaptive:
+        if not self.row.adaptive:
             return False
         with self.changed:
             finished = sorted(self.samples.values(), key=lambda s: s.index)
@@ -403,7 +403,7 @@ class _RowRun:
 
 def sampling_note(row: RowSpec, samples: tuple[SampleResult, ...]) -> str | None:
     """Why an adaptive row stopped where it did (None for a fixed one)."""
-    if row.sampling is None or not row.sampling.adaptive:
+    if not row.adaptive:
         return None
     decision = decide(row, samples)
     if decision.decided:

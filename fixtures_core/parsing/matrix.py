@@ -46,15 +46,21 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
 def load_matrix(paths: Sequence[str]) -> Matrix:
     """Parse every fixture file; ValidationFailed names every file that cannot be read as a whole
     (its frontmatter, its bytes), while a broken row, table or block only makes its own rows ERR."""
+    matrix, errors = parse_files(paths)
+    if errors:
+        raise ValidationFailed(errors)
+    return matrix
+
+
+def parse_files(paths: Sequence[str]) -> tuple[Matrix, list[FixtureError]]:
+    """The matrix of the fixture files that parse, and the error of each one that does not."""
     files, errors = [], []
     for path in fixture_paths(paths):
         try:
             files.append(parse_file(path))
         except FixtureError as exc:
             errors.append(exc)
-    if errors:
-        raise ValidationFailed(errors)
-    return Matrix(files=tuple(files))
+    return Matrix(files=tuple(files)), errors
 
 
 def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = None) -> Matrix:

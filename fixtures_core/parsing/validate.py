@@ -10,8 +10,7 @@ from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
 from fixtures_core.parsing.builtins import UNSUPPORTED_NAMES, cel_names, template_names
 from fixtures_core.parsing.encodable import text_errors
-from fixtures_core.parsing.matrix import fixture_paths
-from fixtures_core.parsing.parser import parse_file
+from fixtures_core.parsing.matrix import parse_files
 from fixtures_core.parsing.row_errors import with_error
 from fixtures_core.parsing.suite import suite_row_errors, workspace_names
 from fixtures_core.parsing.template import TemplateError, check_names
@@ -60,14 +59,9 @@ def validate_paths(paths: Sequence[str]) -> tuple[Matrix, list[str]]:
     """Every configuration error of the fixtures at ``paths``, not only the first (``assay validate``):
     each file that cannot be read as a whole, each whole-file check, then each broken row, in file order;
     and the matrix of the files that parse."""
-    files, errors = [], []
-    for path in fixture_paths(paths):
-        try:
-            files.append(parse_file(path))
-        except FixtureError as exc:
-            errors.append(str(exc))
-    matrix, file_errors = isolate_row_errors(Matrix(files=tuple(files)))
-    errors += [str(e) for e in file_errors]
+    parsed, unreadable = parse_files(paths)
+    matrix, file_errors = isolate_row_errors(parsed)
+    errors = [str(e) for e in [*unreadable, *file_errors]]
     errors += [row.error for row in matrix.rows if row.error is not None]
     return matrix, list(dict.fromkeys(errors))
 

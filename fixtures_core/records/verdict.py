@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from fixtures_core.parsing.suite import ARM_PROPERTY
 from fixtures_core.results import RowResult, Status
+from fixtures_core.text import counted, listed
 
 if TYPE_CHECKING:  # rundoc builds a Verdict for ``RunResult.verdict``
     from fixtures_core.records.rundoc import RunResult
@@ -173,5 +174,5 @@ def _reasons(
 def _row_phrase(what: str, rows: Sequence[RowResult]) -> list[str]:
     if not rows:
         return []
-    shown = ", ".join(f"'{row.name}'" for row in rows[:5]) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
-    return [f"{len(rows)} row{'' if len(rows) == 1 else 's'} {what}: {shown}"]
+    names = listed([f"'{row.name}'" for row in rows])
+    return [f"{counted(len(rows), 'row')} {what}: {names}"]

@@ -19,6 +19,7 @@ from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
 from fixtures_core.reports.comparison import ComparisonLines, comparison_lines, text_lines
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
+from fixtures_core.text import counted
 
 _ANSWER_ROWS = 20  # failing rows named in the answer; the rest are in the collapsed details
 
@@ -39,8 +40,7 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
     )
     lines += _details("Suite figures", [f"- {line.strip()}" for line in describe.suite_lines(run)])
     adaptive = describe.sampling_lines(run)
-    rows = f"{len(adaptive)} row" + ("" if len(adaptive) == 1 else "s")
-    title = f"Adaptive sampling ({rows}: {describe.sampling_saving(run)})"
+    title = f"Adaptive sampling ({counted(len(adaptive), 'row')}: {describe.sampling_saving(run)})"
     lines += _details(title, [f"- {escape(line)}" for line in adaptive])
     for outcome in run.suites:
         lines += _details(

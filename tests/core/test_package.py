@@ -176,7 +176,7 @@ PUBLIC_API = {
         "still_failing_text",
         "text_lines",
     ],
-    "fixtures_core.text": ["excerpt", "visible"],
+    "fixtures_core.text": ["counted", "excerpt", "listed", "visible"],
 }
 
 

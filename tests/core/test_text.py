@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fixtures_core.text import excerpt
+from fixtures_core.text import counted, excerpt, listed
 
 
 def test_short_text_is_only_stripped() -> None:
@@ -31,3 +31,13 @@ def test_visible_shows_control_characters_and_keeps_tabs_newlines_and_text() -> 
     from fixtures_core.text import visible
 
     assert visible("a\x1b[2Jb\tc\nd\x07\x7f\x9bé…") == "a\\x1b[2Jb\tc\nd\\x07\\x7f\\x9bé…"
+
+
+def test_counted_says_one_noun_or_many() -> None:
+    assert [counted(n, "row") for n in (0, 1, 2)] == ["0 rows", "1 row", "2 rows"]
+
+
+def test_listed_shows_the_first_items_then_how_many_more() -> None:
+    assert listed(["'a'", "'b'"]) == "'a', 'b'"
+    assert listed([f"'{c}'" for c in "abcdefg"]) == "'a', 'b', 'c', 'd', 'e' and 2 more"
+    assert listed(["x", "y", "z"], shown=1) == "x and 2 more"
