@@ -45,9 +45,11 @@ def logged(log: Path, key: str, body: str) -> str:
 
 
 def peak_in_flight(log: Path) -> dict[str, int]:
-    """The most samples of each key that were ever in flight at once."""
+    """The most samples of each key that were ever in flight at once (none before the first sample logs)."""
     now: dict[str, int] = {}
     peak: dict[str, int] = {}
+    if not log.exists():  # a slot is taken a moment before its sample writes the log's first line
+        return peak
     for line in log.read_text().splitlines():
         event, _sample, key = line.split()
         now[key] = now.get(key, 0) + (1 if event == "start" else -1)
