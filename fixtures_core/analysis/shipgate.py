@@ -5,12 +5,19 @@ Rules (seed 04, RUBRIC.md, generalised):
 
 * An arm's score is the mean of its judged samples' totals (the ``score``
   metric of its row); the margin is the first arm of ``compare`` minus the
-  second, in points.
-* An arm is disqualified when a ``disqualifier`` pattern or forbidden file
-  was found in any of its attempts, or the judge said so. A disqualified arm
-  loses its case whatever its score (seed 04), and is left out of the
-  numbers: the case has no margin, and its score is not in the arm's suite
-  average.
+  second, in points, always the score difference, and the suite averages
+  cover every arm's every case (devlyn's harness and seed 04's
+  ``summary.json`` have them so).
+* An arm is disqualified when a finding of severity ``disqualifier`` was
+  found in any of its attempts (a pattern, a forbidden or missing file, too
+  many new dependencies, an oracle, a disqualifying outcome), or the judge
+  said so. A disqualified arm loses its case whatever its score (seed 04:
+  it "overrides score"): the winner is the best arm that was not
+  disqualified, and a tie when none is left.
+* Each arm's catch rate is the share of the suite's judged cases in which
+  the judge reported no critical finding of it; the soft gate on it compares
+  with the shipped run's (seed 04: "critical-finding catch-rate decrease vs
+  last shipped variant").
 * A case with a ``known limit`` range is marked ``known_limit`` for the gates
   (which exclude it by saying so) and warns when its margin is outside the
   range on either side.
@@ -32,8 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from fixtures_core.cel import compile_expression
-from fixtures_core.execution.judge import TIE, Judgment
 from fixtures_core.execution.judging import SuiteJudging
+from fixtures_core.execution.judgment import TIE, Judgment
 from fixtures_core.parsing.suite import GATE_VARIABLES
 from fixtures_core.results import MetricValue, Outcome, RowResult, Status, worst
 from fixtures_core.spec import MetricSpec, RowSpec
@@ -56,6 +63,7 @@ class JudgeRecord:
     rubric: str | None = None
     rubric_sha256: str | None = None
     provenance: tuple[str, ...] = ()
+    protocol: str = "assay"  # "devlyn": judge.sh's prompt and reply
 
 
 @dataclass(frozen=True)
@@ -63,9 +71,12 @@ class ArmOutcome:
     """One arm of one case.
 
     score:        mean judge total over the case's judged samples (None without a complete judgment).
-    findings:     disqualifier and critical findings of assay's patterns and of the judge.
+    findings:     disqualifier and critical findings of the attempts' checks and of the judge.
+    critical:     the judge's critical findings alone (what the catch rate counts).
     verify_score: mean fraction of verification commands that passed.
     duration_ms:  mean wall time of the arm's command over its samples.
+    timed_out:    an attempt's arm ran past its own time limit.
+    axes_invalid: axis scores the judge gave outside their range (clamped; devlyn's judge protocol).
     """
 
     row: str
@@ -77,6 +88,10 @@ class ArmOutcome:
     verify_score: float | None = None
     duration_ms: float | None = None
     baseline_score: float | None = None
+    critical: tuple[str, ...] = ()
+    baseline_critical: tuple[str, ...] | None = None
+    timed_out: bool = False
+    axes_invalid: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ class CaseOutcome:
     baseline_margin: float | None = None
     judgments: tuple[Judgment, ...] = ()
     error: str | None = None
+    properties: Mapping[str, object] = field(default_factory=dict)  # what the case's arms share (gates read them)
 
 
 @dataclass(frozen=True)
@@ -111,9 +127,17 @@ class GateResult:
 class SuiteOutcome:
     """The ship-gate section of one suite in the run document.
 
-    baseline:     the saved run the ``baseline_*`` figures come from.
-    rejudged:     the run whose evidence this run re-judged.
-    evidence_run: the run whose folder holds the attempts (this run's own when absent).
+    baseline:              the saved run the ``baseline_*`` figures come from.
+    rejudged:              the run whose evidence this run re-judged.
+    evidence_run:          the run whose folder holds the attempts (this run's own when absent).
+    fixtures_run:          the cases that ran (PASS or FAIL: the ones the gates see).
+    hard_floor_violations: the hard gates that failed.
+    catch_rate:            per arm, the share of judged cases without a critical finding from the judge.
+    rotation_candidates:   cases every arm scored above 95 in, in this run and in the shipped one (seed 04:
+                           saturated, to be replaced by a harder fixture).
+    comparable:            False when the saved run was judged on another rubric (its figures are shown,
+                           and flagged: seed 04 calls the rubric the comparability anchor).
+    arm_models:            per arm, the model it runs (the suite's ``model``, or its provenance command's output).
     """
 
     file: str
@@ -131,10 +155,14 @@ class SuiteOutcome:
     dry_run: bool = False
     rejudged: str | None = None
     evidence_run: str | None = None
-
-    @property
-    def hard_floor_violations(self) -> int:
-        return sum(g.severity == "hard" and g.status == "fail" for g in self.gates)
+    fixtures_run: int = 0
+    hard_floor_violations: int = 0
+    margins: Mapping[str, float] = field(default_factory=dict)  # per arm, its mean margin over compare's second
+    catch_rate: Mapping[str, float] = field(default_factory=dict)
+    baseline_catch_rate: Mapping[str, float] = field(default_factory=dict)
+    rotation_candidates: tuple[str, ...] = ()
+    comparable: bool = True
+    arm_models: Mapping[str, str] = field(default_factory=dict)  # per arm, the model it said it ran
 
 
 # --- scores into rows -----------------------------------------------------------------
@@ -220,9 +248,7 @@ def suite_outcome(
         _case(case, found, results, [j for j in judgments if j.case == case], pair, previous.get(case), dry_run)
         for case, found in by_case.items()
     )
-    scores = {
-        arm: _mean([c.arms[arm].score for c in cases if arm in c.arms and not c.arms[arm].disqualified]) for arm in arms
-    }
+    scores = {arm: _mean([c.arms[arm].score for c in cases if arm in c.arms]) for arm in arms}
     averages = {arm: score for arm, score in scores.items() if score is not None}
     margin = _mean([c.margin for c in cases])
     outcome = SuiteOutcome(
@@ -236,6 +262,11 @@ def suite_outcome(
         baseline_margin=baseline.margin if baseline is not None else None,
         baseline=baseline_name if baseline is not None else None,
         dry_run=dry_run,
+        fixtures_run=sum(c.status in ("PASS", "FAIL") for c in cases),
+        margins=arm_margins(cases, arms, pair),
+        catch_rate=catch_rates(cases, arms),
+        baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None else {},
+        rotation_candidates=_saturated(cases, previous),
     )
     unrun = [case for case in suite.cases if case not in by_case]
     gates = tuple(
@@ -247,15 +278,78 @@ def suite_outcome(
     warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
     warnings += [f"soft gate '{g.name}' failed" for g in gates if g.severity == "soft" and g.status == "fail"]
     warnings += [
+        f"{name}: every arm scored above {SATURATED:g} here and in {baseline_name}: saturated, a rotation candidate"
+        for name in outcome.rotation_candidates
+    ]
+    warnings += [
         f"{case.name}: the judge disagreed with itself on sample {j.sample} when the order was swapped (a tie)"
         for case in cases
         for j in case.judgments
         if j.disagreement
     ]
     errored = any(c.status == "ERR" for c in cases) or any(g.status == "error" for g in gates)
-    failed = any(g.severity == "hard" and g.status == "fail" for g in gates)
-    verdict: Status = "ERR" if errored else "FAIL" if failed else "PASS"
-    return replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict)
+    violations = sum(g.severity == "hard" and g.status == "fail" for g in gates)
+    verdict: Status = "ERR" if errored else "FAIL" if violations else "PASS"
+    return replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict, hard_floor_violations=violations)
+
+
+SATURATED = 95.0  # seed 04: "both arms > 95 for two consecutive shipped versions"
+
+
+def arm_margins(cases: Sequence[CaseOutcome], arms: Sequence[str], pair: tuple[str, str] | None) -> dict[str, float]:
+    """Per arm, the mean of its score minus the second arm of ``compare`` over the cases both were scored in
+    (devlyn's ``margins_avg``: ``variant_over_bare``, ``solo_over_bare``)."""
+    if pair is None:
+        return {}
+    margins = {}
+    for arm in arms:
+        if arm == pair[1]:
+            continue
+        found = _mean([_difference(c, arm, pair[1]) for c in cases])
+        if found is not None:
+            margins[arm] = found
+    return margins
+
+
+def _difference(case: CaseOutcome, arm: str, other: str) -> float | None:
+    mine, theirs = case.arms.get(arm), case.arms.get(other)
+    if mine is None or theirs is None or mine.score is None or theirs.score is None:
+        return None
+    return mine.score - theirs.score
+
+
+def rubric_comparability(outcome: SuiteOutcome, previous: SuiteOutcome | None) -> SuiteOutcome:
+    """Flag a saved run judged on another rubric than this run: its figures are shown but not comparable
+    (seed 04: the rubric is the comparability anchor; "changing it invalidates comparability")."""
+    mine = outcome.judge.rubric_sha256 if outcome.judge is not None else None
+    theirs = previous.judge.rubric_sha256 if previous is not None and previous.judge is not None else None
+    if mine is None or theirs is None or mine == theirs or outcome.baseline is None:
+        return outcome
+    warning = (
+        f"the rubric changed since {outcome.baseline} (sha256 {theirs[:12]} then, {mine[:12]} now): "
+        f"scores and margins are not comparable with it"
+    )
+    return replace(outcome, comparable=False, warnings=(warning, *outcome.warnings))
+
+
+def catch_rates(cases: Sequence[CaseOutcome], arms: Sequence[str]) -> dict[str, float]:
+    """Per arm, the share of its judged cases without a critical finding from the judge."""
+    rates = {}
+    for arm in arms:
+        judged = [c.arms[arm] for c in cases if arm in c.arms and c.arms[arm].score is not None]
+        if judged:
+            rates[arm] = sum(not a.critical for a in judged) / len(judged)
+    return rates
+
+
+def _saturated(cases: Sequence[CaseOutcome], previous: Mapping[str, CaseOutcome]) -> tuple[str, ...]:
+    """Cases every arm scored above ``SATURATED`` in, here and in the saved run."""
+
+    def above(case: CaseOutcome) -> bool:
+        scores = [a.score for a in case.arms.values()]
+        return len(scores) > 1 and all(score is not None and score > SATURATED for score in scores)
+
+    return tuple(c.name for c in cases if above(c) and c.name in previous and above(previous[c.name]))
 
 
 def _case(
@@ -281,7 +375,7 @@ def _case(
         status = "ERR"
     margin = None
     compared = [arms[name] for name in pair or () if name in arms]
-    if pair is not None and len(compared) == 2 and not any(arm.disqualified for arm in compared):
+    if pair is not None and len(compared) == 2:
         first_score, second_score = compared[0].score, compared[1].score
         if first_score is not None and second_score is not None:
             margin = first_score - second_score
@@ -296,11 +390,17 @@ def _case(
         known_limit=first.ab.known_limit,
         baseline_margin=previous.margin if previous is not None else None,
         judgments=tuple(judgments),
+        properties=_gate_properties(first.ab.shared),
         error=failed_judgment.error if failed_judgment is not None else _first_error(results, specs),
     )
     # A dry run's case is ready when every arm prepared its workspace (its samples, SKIP, hold the attempts).
     prepared = dry_run and status != "ERR" and all(results[s.id].samples for s in specs)
     return replace(case, verdict=READY if prepared else _verdict(case, pair))
+
+
+def _gate_properties(shared: Mapping[str, object]) -> dict[str, object]:
+    """The case's shared properties a gate may read (``r.properties.category``): its scalars."""
+    return {k: v for k, v in shared.items() if isinstance(v, (str, int, float, bool))}
 
 
 def _first_error(results: Mapping[str, RowResult], specs: Sequence[RowSpec]) -> str | None:
@@ -313,7 +413,7 @@ def _arm(row: RowResult, arm: str, judgments: Sequence[Judgment], previous: Case
     scored = [j.scores[arm] for j in judgments if arm in j.scores]
     attempts = [s.attempt for s in row.samples if s.attempt is not None]
     findings = [f.describe() for a in attempts for f in a.findings if f.severity in ("disqualifier", "critical")]
-    findings += [text for s in scored for text in s.findings]
+    critical = list(dict.fromkeys(text for s in scored for text in s.findings))
     axes_names = list(dict.fromkeys(axis for s in scored for axis in s.axes))
     before = previous.arms.get(arm) if previous is not None else None
     return ArmOutcome(
@@ -322,10 +422,14 @@ def _arm(row: RowResult, arm: str, judgments: Sequence[Judgment], previous: Case
         score=score,
         axes={axis: value for axis in axes_names if (value := _mean([s.axes.get(axis) for s in scored])) is not None},
         disqualified=any(a.disqualified for a in attempts) or any(s.disqualifier for s in scored),
-        findings=tuple(dict.fromkeys(findings)),
+        findings=tuple(dict.fromkeys(findings + critical)),
         verify_score=_mean([a.verify_score for a in attempts]),
         duration_ms=_mean([s.duration_ms for s in row.samples]),
         baseline_score=before.score if before is not None else None,
+        critical=tuple(critical),
+        baseline_critical=before.critical if before is not None else None,
+        timed_out=any(a.arm_timed_out for a in attempts),
+        axes_invalid=sum(s.axes_invalid for s in scored),
     )
 
 
@@ -403,11 +507,16 @@ def gate_context(outcome: SuiteOutcome) -> dict[str, object]:
         "average": dict(outcome.averages),
         "rows": len(rows),
         "cases": len(outcome.cases),
+        "catch_rate": dict(outcome.catch_rate),
+        "margins": dict(outcome.margins),
+        "fixtures_run": outcome.fixtures_run,
     }
     if outcome.margin is not None:
         suite["margin"] = outcome.margin
     if outcome.baseline_margin is not None:
         suite["baseline_margin"] = outcome.baseline_margin
+    if outcome.baseline_catch_rate:
+        suite["baseline_catch_rate"] = dict(outcome.baseline_catch_rate)
     return {"rows": rows, "suite": suite}
 
 
@@ -417,6 +526,7 @@ def _row_value(case: CaseOutcome) -> dict[str, object]:
         "status": case.status,
         "known_limit": case.known_limit is not None,
         "arms": {arm: _arm_value(outcome) for arm, outcome in case.arms.items()},
+        "properties": dict(case.properties),
     }
     optional = {"margin": case.margin, "winner": case.winner, "baseline_margin": case.baseline_margin}
     value.update({k: v for k, v in optional.items() if v is not None})
@@ -430,13 +540,17 @@ def _arm_value(arm: ArmOutcome) -> dict[str, object]:
         "status": arm.status,
         "disqualified": arm.disqualified,
         "findings": list(arm.findings),
+        "critical": list(arm.critical),
         "axes": dict(arm.axes),
+        "axes_invalid": arm.axes_invalid,
+        "timed_out": arm.timed_out,
     }
     optional = {
         "score": arm.score,
         "verify_score": arm.verify_score,
         "duration_ms": arm.duration_ms,
         "baseline_score": arm.baseline_score,
+        "baseline_critical": list(arm.baseline_critical) if arm.baseline_critical is not None else None,
     }
     value.update({k: v for k, v in optional.items() if v is not None})
     return value

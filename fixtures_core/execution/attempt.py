@@ -1,15 +1,19 @@
 """One attempt of an A/B suite row: a fresh workspace, setup, the arm, its diff, verification.
 
 Everything the attempt produced is written to its own evidence folder under
-the run (``attempts/CASE/ARM/SAMPLE/``) and is visible to the row's CEL as
-``diff``, ``changed_files``, ``verify``, ``verify_score``, ``findings`` and
-``disqualified``. A dry run prepares the workspace, runs setup and
+the run (``attempts/CASE/ARM/SAMPLE/``, the prompt the arm was given as
+``input.md``) and is visible to the row's CEL as ``diff``, ``changed_files``,
+``verify``, ``verify_score``, ``findings`` and ``disqualified``. After the
+arm: forbidden patterns and files, required files, new dependencies,
+verification, oracles, the arm's own verdict, and the suite's disqualifying
+outcomes (``SuiteSpec.disqualify``) make the attempt's findings. A dry run prepares the workspace, runs setup and
 verification, and never starts the arm; its samples are SKIP ("dry run"),
 as is every sample of a row outside an A/B suite, which runs nothing at all.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -19,15 +23,21 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fixtures_core.durations import format_duration
 from fixtures_core.execution.checks import check_sample, unrun_sample
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.oracles import run_oracles
 from fixtures_core.execution.sampling import Execution, execute, ms_since
+from fixtures_core.execution.self_verdict import self_verdict_problem
 from fixtures_core.execution.workspace import (
     Changes,
+    DependencyCountError,
     Workspace,
     WorkspaceError,
     capture,
     copy_workspace,
+    dependencies_added,
+    missing_files,
     run_verify,
     scan,
     verify_score,
@@ -36,9 +46,9 @@ from fixtures_core.files import json_text, slug, write_text_atomic
 from fixtures_core.parsing.suite import WORKSPACE_NAME, workspace_folder
 from fixtures_core.parsing.template import render
 from fixtures_core.redaction import Redactor, redactor
-from fixtures_core.results import SampleResult
+from fixtures_core.results import Check, SampleResult
 from fixtures_core.spec import RowSpec
-from fixtures_core.suite import Attempt, Finding, VerifyResult, matches_case
+from fixtures_core.suite import Attempt, Finding, VerifyResult
 from fixtures_core.text import excerpt
 
 if TYPE_CHECKING:  # rows calls this module, so it cannot be imported here at run time
@@ -46,6 +56,10 @@ if TYPE_CHECKING:  # rows calls this module, so it cannot be imported here at ru
 
 ATTEMPTS = "attempts"
 DRY_RUN = "dry run"  # why a sample of a dry run did not run
+PROMPT_FILE = "input.md"  # the prompt an arm was given, in its attempt's folder
+PROMPT_PROPERTY = "prompt"  # a row's or arm's prompt text, saved as input.md
+SCAFFOLD_NAME = "scaffold"  # template name of the starting commit (oracles diff against it)
+EXPECTED_NAME = "expected"  # template name of the case's expected.json (devlyn's oracles read it)
 
 
 def needs_attempt(row: RowSpec, dry_run: bool) -> bool:
@@ -86,6 +100,7 @@ def run_attempt(
     scratch = Path(tempfile.mkdtemp(prefix="assay-ws-", dir=settings.tmp_root))
     cel: Mapping[str, object] = cel_variables(record, "")
     try:
+        record = _give_prompt(row, values, record, trail)
         workspace = _prepare(row, scratch, deadline, values, env, containment, trail)
         if workspace is not None:
             cwd = os.path.normpath(workspace.path / render(row.cwd, values)) if row.cwd else str(workspace.path)
@@ -97,21 +112,63 @@ def run_attempt(
         else:
             started = time.monotonic()
             execution = execute(
-                argv, deadline=deadline, cwd=cwd, env=env, capture_limit=settings.capture_limit, containment=containment
+                argv,
+                deadline=_arm_deadline(row, deadline),
+                cwd=cwd,
+                env=env,
+                capture_limit=settings.capture_limit,
+                containment=containment,
             )
             trail.timing["arm_ms"] = ms_since(started)
+            if execution.timed_out and time.monotonic() < deadline:  # the arm's own limit, not the row's budget
+                record = replace(record, arm_timed_out=True)
+                execution = replace(execution, timed_out=False)
         trail.text("stdout.txt", execution.stdout.decode("utf-8", "replace"))
         trail.text("stderr.txt", execution.stderr.decode("utf-8", "replace"))
         stopped = None
         if workspace is not None and not (execution.timed_out or execution.cancelled or execution.error):
-            record, cel, stopped = _inspect(row, workspace, values, env, containment, record, trail)
-        return _finish(row, index, stopped or execution, tmpdir, values, record, cel, settings.dry_run, trail)
+            record, cel, stopped = _inspect(row, workspace, values, env, containment, record, trail, execution)
+        sample = _finish(row, index, stopped or execution, tmpdir, values, record, cel, settings.dry_run, trail)
+        return _stopped_arm(row, sample) if record.arm_timed_out and stopped is None else sample
     except WorkspaceError as exc:
         failed = Execution(None, b"", b"", 0.0, error=str(exc))
         sample = _finish(row, index, failed, tmpdir, values, record, cel, settings.dry_run, trail)
         return replace(sample, stopped=exc.stopped)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _give_prompt(row: RowSpec, values: dict[str, object], record: Attempt, trail: _Trail) -> Attempt:
+    """The arm's prompt, when it has one, as ``{{ .prompt }}`` and in the attempt's ``input.md``: the case
+    document the arm takes (``ArmRow.prompt``), else the row's ``prompt`` property."""
+    if row.ab is not None and row.ab.prompt is not None:
+        path = row.ab.checks.documents.get(row.ab.prompt)
+        if path is None:
+            raise WorkspaceError(f"the case has no '{row.ab.prompt}' document to give the arm as its prompt")
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WorkspaceError(f"cannot read the arm's prompt {path}: {exc}") from None
+        values[PROMPT_PROPERTY] = text
+    elif not isinstance(values.get(PROMPT_PROPERTY), str):
+        return record
+    trail.text(PROMPT_FILE, str(values[PROMPT_PROPERTY]))
+    return replace(record, prompt=PROMPT_FILE)
+
+
+def _arm_deadline(row: RowSpec, deadline: float) -> float:
+    """When the arm is stopped: at its own limit (``ArmRow.arm_timeout_s``) or the row's budget, the earlier."""
+    limit = row.ab.arm_timeout_s if row.ab is not None else None
+    return deadline if limit is None else min(deadline, time.monotonic() + limit)
+
+
+def _stopped_arm(row: RowSpec, sample: SampleResult) -> SampleResult:
+    """A sample whose arm ran past its own limit: FAIL (its evidence was still taken), never PASS."""
+    assert row.ab is not None and row.ab.arm_timeout_s is not None
+    why = f"the arm ran past its limit of {format_duration(row.ab.arm_timeout_s)} and was stopped"
+    if sample.status == "ERR":
+        return sample
+    return replace(sample, status="FAIL", command=Check("fail", why), error=why)
 
 
 @dataclass
@@ -145,7 +202,8 @@ def _prepare(
     source = workspace_folder(row)
     workspace = copy_workspace(source, scratch / (source.name or "workspace"), deadline, containment)
     values[WORKSPACE_NAME] = str(workspace.path)
-    env["ASSAY_WORKSPACE"] = str(workspace.path)
+    for name in ("ASSAY_WORKSPACE", *row.ab.suite.workspace_env):
+        env[name] = str(workspace.path)
     setup = row.ab.suite.setup
     if setup is not None:
         command = render(setup, values)
@@ -161,6 +219,7 @@ def _prepare(
             last = excerpt(output, 300, lines=3, tail=True).replace("\n", " ")  # where its error is, on one line
             raise WorkspaceError(f"setup failed ({reason}): {trail.mask.text(last)}", done.stopped)
     workspace.start = workspace.commit("assay: setup")
+    values[SCAFFOLD_NAME] = workspace.start
     trail.timing["setup_ms"] = ms_since(started)
     return workspace
 
@@ -173,28 +232,41 @@ def _inspect(
     containment: Containment,
     record: Attempt,
     trail: _Trail,
+    arm: Execution,
 ) -> tuple[Attempt, Mapping[str, object], Execution | None]:
-    """Capture the diff, scan it, run verification: the (masked) record, the (real) CEL variables,
-    and an execution that stopped verification early."""
+    """Capture the diff, check it and the workspace, run verification and oracles: the (masked)
+    record, the (real) CEL variables, and an execution that stopped verification early."""
     assert row.ab is not None
-    suite, case = row.ab.suite, row.ab.case
+    checks = row.ab.checks
     changes: Changes = capture(workspace)
     trail.text("diff.patch", changes.diff)
     trail.text("changed-files.txt", "".join(f"{f}\n" for f in changes.files))
-    findings = scan(changes, suite.forbidden, suite.forbidden_files, case)
-    specs = [spec for spec in suite.verify if matches_case(spec.rows, case)]
+    findings = list(scan(changes, checks.forbidden, checks.forbidden_files))
+    findings += [
+        Finding("disqualifier", f"required file {path} is missing", path, kind="required_file", source=path)
+        for path in missing_files(workspace.path, checks.required_files)
+    ]
+    deps = _dependencies(workspace, checks.max_deps_added, findings)
+    check_env = {**env, **checks.verify_env}
     started = time.monotonic()
-    results, stopped = run_verify(
-        specs, [render(s.run, values) for s in specs], workspace.path, env, workspace.deadline, containment
-    )
+    commands = [render(v.run, values) if v.templated else v.run for v in checks.verify]
+    results, stopped = run_verify(checks.verify, commands, workspace.path, check_env, workspace.deadline, containment)
     trail.timing["verify_ms"] = ms_since(started)
+    if stopped is None and checks.oracles:
+        oracle_values = {**values, EXPECTED_NAME: checks.documents.get("expected", "")}
+        argvs = [[render(part, oracle_values) for part in oracle.argv] for oracle in checks.oracles]
+        findings += run_oracles(checks.oracles, argvs, workspace.path, check_env, workspace.deadline, containment)
+    score = verify_score(results)
+    if not record.dry_run:  # no arm ran: nothing it did can disqualify it
+        findings += _rule_findings(row, workspace, arm, record.arm_timed_out, results, score)
     found = replace(
         record,
         changed_files=changes.files,
         verify=results,
-        verify_score=verify_score(results),
-        findings=findings,
+        verify_score=score,
+        findings=tuple(findings),
         disqualified=any(f.severity == "disqualifier" for f in findings),
+        deps_added=deps,
     )
     masked = replace(
         found,
@@ -203,6 +275,55 @@ def _inspect(
     )
     trail.json("verify.json", [asdict(r) for r in masked.verify])
     return masked, cel_variables(found, changes.diff), stopped
+
+
+def _dependencies(workspace: Workspace, cap: int | None, findings: list[Finding]) -> int | None:
+    """New dependencies in package.json when the case caps them (a disqualifier past the cap, or when
+    they cannot be counted: the cap is a hard floor, so an unreadable package.json fails closed)."""
+    if cap is None:
+        return None
+    try:
+        added = dependencies_added(workspace)
+    except DependencyCountError as exc:
+        findings.append(
+            Finding("disqualifier", f"cannot count new dependencies: {exc}", "package.json", kind="dependencies")
+        )
+        return None
+    if added > cap:
+        rule = f"{added} new dependencies in package.json (max_deps_added: {cap})"
+        findings.append(Finding("disqualifier", rule, "package.json", kind="dependencies"))
+    return added
+
+
+def _rule_findings(
+    row: RowSpec,
+    workspace: Workspace,
+    arm: Execution,
+    timed_out: bool,
+    results: tuple[VerifyResult, ...],
+    score: float | None,
+) -> list[Finding]:
+    """The suite's disqualifying outcomes of this attempt (``SuiteSpec.disqualify``), one finding each."""
+    assert row.ab is not None
+    suite, found = row.ab.suite, []
+    rules = set(suite.disqualify or ())
+    if "verify_failed" in rules and score is not None and score < 1:
+        passed = sum(r.passed for r in results)
+        found.append(_rule(f"verification failed: {passed} of {len(results)} commands passed"))
+    if "timed_out" in rules and timed_out:
+        found.append(_rule("the arm ran past its time limit"))
+    if "arm_failed" in rules and not timed_out and arm.exit_code != 0:
+        found.append(_rule(f"the arm exited with code {arm.exit_code}"))
+    verdict = suite.self_verdict
+    if "self_verdict" in rules and verdict is not None and row.ab.arm not in verdict.exempt:
+        problem = self_verdict_problem(verdict, workspace.path)
+        if problem is not None:
+            found.append(_rule(f"the arm's own verdict: {problem}"))
+    return found
+
+
+def _rule(text: str) -> Finding:
+    return Finding("disqualifier", text, kind="rule")
 
 
 def _finish(
@@ -226,6 +347,23 @@ def _finish(
     trail.json("result.json", {"status": sample.status, "exit_code": sample.exit_code, "error": sample.error,
                                **asdict(record)})  # fmt: skip
     return sample
+
+
+def with_kept_output(attempt: Attempt, evidence_dir: Path) -> Attempt:
+    """The attempt with its verification commands' whole output from its folder's ``verify.json``
+    (run.json keeps none of a passing sample's output, and a re-judge must see what the judge saw)."""
+    path = evidence_dir / attempt.evidence / "verify.json"
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return attempt
+    if not isinstance(kept, list) or len(kept) != len(attempt.verify):
+        return attempt
+    outputs = [item.get("output") if isinstance(item, dict) else None for item in kept]
+    verify = tuple(
+        replace(v, output=out) if isinstance(out, str) else v for v, out in zip(attempt.verify, outputs, strict=True)
+    )
+    return replace(attempt, verify=verify)
 
 
 def cel_variables(record: Attempt, diff: str) -> Mapping[str, object]:

@@ -35,53 +35,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
+from fixtures_core.execution import devlyn_judge
+from fixtures_core.execution.attempt import with_kept_output
 from fixtures_core.execution.containment import Containment
+from fixtures_core.execution.devlyn_evidence import verify_document
+from fixtures_core.execution.judgment import TIE, ArmScore, JudgeOutput, JudgeOutputError, Judgment
 from fixtures_core.execution.sampling import execute
 from fixtures_core.files import json_text, slug, write_json_atomic, write_text_atomic
 from fixtures_core.parsing.template import render
 from fixtures_core.results import SampleResult
-from fixtures_core.suite import JudgeSpec
+from fixtures_core.suite import CaseChecks, JudgeSpec
 from fixtures_core.text import excerpt
 
 JUDGE_FOLDER = "judge"
-TIE = "tie"
 _EXCERPT = 500
 _FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class ArmScore:
-    """One arm's scores in a judgment (the mean of both orders with swap)."""
-
-    total: float
-    axes: Mapping[str, float] = field(default_factory=dict)
-    disqualifier: bool = False
-    findings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Judgment:
-    """The judge's verdict on one sample of one case, mapped back from labels to arms.
-
-    labels:         label -> arm as the judge saw them (the first order).
-    winner:         an arm, or "tie"; None when the judgment failed.
-    swapped_winner: with swap, the winner of the reversed order.
-    evidence:       the folder of the judge's input and output files, relative to the run folder.
-    output:         the start of the judge's output when it could not be used.
-    """
-
-    case: str
-    sample: int
-    labels: Mapping[str, str]
-    scores: Mapping[str, ArmScore] = field(default_factory=dict)
-    winner: str | None = None
-    swapped_winner: str | None = None
-    disagreement: bool = False
-    provenance: str | None = None
-    evidence: str = ""
-    error: str | None = None
-    output: str | None = None
-    rationale: str | None = None  # the judge's why, as it wrote it (with swap: the first order's)
 
 
 @dataclass(frozen=True)
@@ -94,6 +62,7 @@ class JudgeCall:
     properties: Mapping[str, object]
     cwd: str
     rubric: str = ""
+    checks: CaseChecks = field(default_factory=CaseChecks)  # the case's documents and checks (devlyn's protocol)
 
 
 @dataclass(frozen=True)
@@ -109,10 +78,6 @@ class JudgeSettings:
     seed: int
     run_id: str
     parallel: int = 4
-
-
-class JudgeOutputError(ValueError):
-    """The judge's output is not JSON of the protocol's shape."""
 
 
 def labels_for(seed: int, case: str, sample: int, arms: Sequence[str], blind: bool) -> dict[str, str]:
@@ -135,7 +100,7 @@ def rubric_digest(spec: JudgeSpec) -> str | None:
 
 def candidate(sample: SampleResult, evidence_dir: Path) -> dict[str, object]:
     """What the judge is told about one arm's sample (EVIDENCE of the protocol)."""
-    attempt = sample.attempt
+    attempt = with_kept_output(sample.attempt, evidence_dir) if sample.attempt is not None else None
     diff = ""
     if attempt is not None:
         path = evidence_dir / attempt.evidence / "diff.patch"
@@ -153,6 +118,50 @@ def candidate(sample: SampleResult, evidence_dir: Path) -> dict[str, object]:
         "findings": [f.describe() for f in (attempt.findings if attempt else ())],
         "disqualified": attempt.disqualified if attempt else False,
     }
+
+
+def devlyn_candidate(sample: SampleResult, evidence_dir: Path, checks: CaseChecks) -> dict[str, object]:
+    """What devlyn's judge is told about one arm's sample: its diff and its verify.json."""
+    attempt = sample.attempt
+    diff = ""
+    if attempt is not None:
+        path = evidence_dir / attempt.evidence / "diff.patch"
+        diff = path.read_text(encoding="utf-8") if path.is_file() else ""
+    verify = verify_document(with_kept_output(attempt, evidence_dir), checks) if attempt is not None else {}
+    return {"diff": diff, "verify": verify}
+
+
+def _devlyn_prompt(call: JudgeCall, labels: Mapping[str, str], evidence: Mapping[str, Mapping[str, object]]) -> str:
+    documents = call.checks.documents
+    spec = _document_text(documents.get("spec"))
+    expected = _document_text(documents.get("expected"))
+    slots = [
+        devlyn_judge.Slot(label, str(evidence[arm]["diff"]), _mapping(evidence[arm]["verify"]))
+        for label, arm in labels.items()
+    ]
+    return devlyn_judge.prompt(call.rubric, spec, expected, slots)
+
+
+def _devlyn_reply(
+    stdout: str, labels: Mapping[str, str], evidence: Mapping[str, Mapping[str, object]], kept: Path
+) -> JudgeOutput:
+    """The reply read as judge.sh reads it; its judge.json (devlyn's shape) is kept beside the output."""
+    shares = {}
+    for arm, found in evidence.items():
+        share = _mapping(found["verify"]).get("verify_score")
+        if isinstance(share, (int, float)):
+            shares[arm] = float(share)
+    reply = devlyn_judge.parse_reply(stdout, labels, shares)
+    write_text_atomic(kept, json_text(reply.document))
+    return reply.output
+
+
+def _document_text(path: str | None) -> str:
+    return Path(path).read_text(encoding="utf-8", errors="replace") if path else ""
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, dict) else {}
 
 
 def judge_all(
@@ -180,6 +189,8 @@ def judge_sample(
     folder = settings.run_dir / relative
     folder.mkdir(parents=True, exist_ok=True)
     evidence = {arm: candidate(sample, settings.evidence_dir) for arm, sample in arms.items()}
+    if call.spec.protocol == "devlyn":
+        evidence = {arm: devlyn_candidate(sample, settings.evidence_dir, call.checks) for arm, sample in arms.items()}
     labels = labels_for(settings.seed, call.case, index, list(arms), call.spec.blind)
     base = Judgment(case=call.case, sample=index, labels=labels, evidence=relative)
     orders = [("", labels)]
@@ -201,16 +212,6 @@ def _with_base(failed: Judgment, base: Judgment) -> Judgment:
     return replace(base, error=failed.error, output=failed.output)
 
 
-@dataclass(frozen=True)
-class JudgeOutput:
-    """One judge call's answer, mapped from labels to arms."""
-
-    scores: dict[str, ArmScore]  # by arm
-    winner: str  # an arm, or "tie"
-    provenance: str | None = None
-    rationale: str | None = None
-
-
 def _call(
     call: JudgeCall,
     index: int,
@@ -222,14 +223,18 @@ def _call(
     containment: Containment,
 ) -> JudgeOutput | Judgment:
     """Run the judge once on one labelling; its outcome by arm, or a failed Judgment."""
-    document = {
-        "row": call.case,
-        "rubric": call.rubric,
-        "properties": dict(call.properties),
-        "candidates": {label: evidence[arm] for label, arm in labels.items()},
-    }
-    payload = json_text(document)
-    write_text_atomic(folder / f"input{suffix}.json", payload)
+    if call.spec.protocol == "devlyn":
+        payload = _devlyn_prompt(call, labels, evidence)
+        write_text_atomic(folder / f"input{suffix}.txt", payload)
+    else:
+        document = {
+            "row": call.case,
+            "rubric": call.rubric,
+            "properties": dict(call.properties),
+            "candidates": {label: evidence[arm] for label, arm in labels.items()},
+        }
+        payload = json_text(document)
+        write_text_atomic(folder / f"input{suffix}.json", payload)
     env = {**os.environ, "ASSAY_RUN_ID": settings.run_id, "ASSAY_CASE": call.case, "ASSAY_SAMPLE": str(index)}
     done = execute(
         call.argv,
@@ -249,6 +254,8 @@ def _call(
     problem = _process_problem(done.exit_code, done.timed_out, done.cancelled, done.error, call.spec, stderr)
     if problem is None:
         try:
+            if call.spec.protocol == "devlyn":
+                return _devlyn_reply(stdout, labels, evidence, folder / f"judge{suffix}.json")
             return parse_output(stdout, labels, call.spec.axes)
         except JudgeOutputError as exc:
             problem = f"judge output is not JSON of the judge protocol's shape: {exc}"
@@ -376,15 +383,22 @@ def _mean_score(a: ArmScore, b: ArmScore) -> ArmScore:
         axes={axis: (a.axes[axis] + b.axes.get(axis, a.axes[axis])) / 2 for axis in a.axes},
         disqualifier=a.disqualifier or b.disqualifier,
         findings=tuple(dict.fromkeys(a.findings + b.findings)),
+        disqualifier_reason=a.disqualifier_reason or b.disqualifier_reason,
+        axes_invalid=a.axes_invalid + b.axes_invalid,
     )
 
 
 def provenance_of(spec: JudgeSpec, cwd: str, containment: Containment) -> str | None:
     """The output of the judge's ``provenance:`` command (e.g. ``codex --version``), first lines only."""
-    if spec.provenance is None:
+    return command_provenance(spec.provenance, cwd, containment)
+
+
+def command_provenance(command: str | None, cwd: str, containment: Containment) -> str | None:
+    """The output of a provenance command (a judge's or an arm's), first lines only; None without one."""
+    if command is None:
         return None
     done = execute(
-        ["bash", "-c", spec.provenance],
+        ["bash", "-c", command],
         deadline=time.monotonic() + 60,
         cwd=cwd,
         env=dict(os.environ),

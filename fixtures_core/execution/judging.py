@@ -17,12 +17,12 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.judge import (
     JudgeCall,
     JudgeSettings,
-    Judgment,
     judge_all,
     judge_command,
     provenance_of,
     rubric_text,
 )
+from fixtures_core.execution.judgment import Judgment
 from fixtures_core.parsing.builtins import suite_template_values
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import RowSpec
@@ -73,7 +73,9 @@ def judge_suite(
         first = next(iter(arms.values()))
         assert first.ab is not None
         values = suite_template_values(first.ab.shared, case, first.source_dir)
-        calls[case] = JudgeCall(judge, judge_command(judge, values), case, first.ab.shared, first.source_dir, rubric)
+        calls[case] = JudgeCall(
+            judge, judge_command(judge, values), case, first.ab.shared, first.source_dir, rubric, first.ab.checks
+        )
         ran = {arm: results[spec.id] for arm, spec in arms.items() if spec.id in results}
         # An arm without a result (it crashed, or was never run) leaves no pair to compare: not judged.
         samples[case] = _complete_samples(ran) if len(ran) == len(arms) else {}

@@ -121,6 +121,8 @@ def sample_setting(
     env.update({k: v for k, v in platform.items() if k not in row.env})
     env.update({key: _carried(render(value, values), value, f"env {key}") for key, value in row.env.items()})
     env.update(ASSAY_RUN_ID=run_id, ASSAY_ROW=row.name, ASSAY_SAMPLE=str(index), ASSAY_TMPDIR=tmpdir)
+    if row.ab is not None:  # an A/B suite's row: its case, and its arm (none in a suite without arms)
+        env.update(ASSAY_CASE=row.ab.case, ASSAY_ARM=row.ab.arm or "")
     cwd = source_dir
     if row.cwd:
         expanded = os.path.expanduser(_expand_variables(render(row.cwd, values), env))

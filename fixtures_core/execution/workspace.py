@@ -10,9 +10,11 @@ included), so one attempt can never see another's files.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from pathlib import Path
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import Execution, execute
 from fixtures_core.results import Stop
-from fixtures_core.suite import Finding, ForbiddenPattern, VerifyResult, VerifySpec, matches_case
+from fixtures_core.suite import Finding, ForbiddenPattern, VerifyResult, VerifySpec
 
 # assay's own git calls ignore the user's and the system's git configuration (hooks, signing, templates).
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}
@@ -145,15 +147,19 @@ def added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
     return found
 
 
-def scan(
-    changes: Changes, patterns: Sequence[ForbiddenPattern], forbidden_files: Sequence[str], case: str
-) -> tuple[Finding, ...]:
-    """Forbidden patterns in the added lines (consecutive added lines together, so a pattern may
-    span lines) and forbidden files among the changed paths."""
+def scan(changes: Changes, patterns: Sequence[ForbiddenPattern], forbidden_files: Sequence[str]) -> tuple[Finding, ...]:
+    """Forbidden patterns and forbidden files among the changed paths.
+
+    A pattern of scope ``added`` is matched against the lines the arm added (consecutive added
+    lines together, so it may span lines), a finding per match; one of scope ``diff`` against the
+    diff of the files it names, headers, context and removed lines included, as devlyn's harness
+    scans ``diff.patch`` (one finding per pattern).
+    """
     findings: list[Finding] = []
     added = added_lines(changes.diff)
     for pattern in patterns:
-        if not matches_case(pattern.rows, case):
+        if pattern.scope == "diff":
+            findings.extend(_diff_scope_finding(pattern, changes.diff))
             continue
         regex = re.compile(pattern.pattern, re.MULTILINE)
         rule = pattern.description or pattern.pattern
@@ -163,12 +169,91 @@ def scan(
             text = "\n".join(content for _number, content in lines)
             for match in regex.finditer(text):
                 line = lines[text.count("\n", 0, match.start())][0]
-                findings.append(Finding(pattern.severity, rule, path, line, match.group(0)[:200]))
+                findings.append(
+                    Finding(pattern.severity, rule, path, line, match.group(0)[:200], source=pattern.pattern)
+                )
     for path in changes.files:
         for glob in forbidden_files:
             if fnmatch.fnmatchcase(path, glob):
-                findings.append(Finding("disqualifier", f"forbidden file {glob}", path))
+                findings.append(
+                    Finding("disqualifier", f"forbidden file {glob}", path, kind="forbidden_file", source=glob)
+                )
     return tuple(findings)
+
+
+def _diff_scope_finding(pattern: ForbiddenPattern, diff: str) -> list[Finding]:
+    """The pattern searched once in the diff's sections whose ``diff --git`` header names one of its
+    files (every section without ``files``), without regex flags, as devlyn's harness does."""
+    sliced = diff if not pattern.files else "".join(_file_sections(diff, pattern.files))
+    match = re.search(pattern.pattern, sliced)
+    if match is None:
+        return []
+    header = sliced.rfind("\ndiff --git ", 0, match.start() + 1)
+    where = _DIFF_HEADER.match(sliced, header + 1 if header >= 0 else 0)
+    rule = pattern.description or pattern.pattern
+    return [
+        Finding(
+            pattern.severity,
+            rule,
+            where.group(1) if where else None,
+            None,
+            match.group(0)[:200],
+            source=pattern.pattern,
+        )
+    ]
+
+
+_DIFF_HEADER = re.compile(r"diff --git a/(\S+) ")
+
+
+def _file_sections(diff: str, files: Sequence[str]) -> list[str]:
+    """The lines of the diff's file sections whose header line contains one of ``files`` (a substring)."""
+    kept, keep = [], False
+    for line in diff.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            keep = any(name in line for name in files)
+        if keep:
+            kept.append(line)
+    return kept
+
+
+def missing_files(root: Path, required: Sequence[str]) -> list[str]:
+    """The required paths that do not exist below ``root`` after the arm."""
+    return [path for path in required if not os.path.exists(root / path)]  # a dangling link is missing
+
+
+DEPENDENCY_KEYS = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
+
+
+class DependencyCountError(Exception):
+    """package.json could not be read as JSON, so its new dependencies cannot be counted."""
+
+
+def dependencies_added(workspace: Workspace) -> int:
+    """How many dependency names package.json has now that it did not have at the starting commit
+    (under ``dependencies``, ``devDependencies``, ``peerDependencies``, ``optionalDependencies``)."""
+    current = workspace.path / "package.json"
+    if not current.is_file():
+        return 0
+    now = _dependency_names(current.read_text(encoding="utf-8", errors="replace"))
+    listed = workspace.git("ls-tree", "--name-only", workspace.start, "--", "package.json").strip()
+    before = _dependency_names(workspace.git("show", f"{workspace.start}:package.json")) if listed else set()
+    return len(now - before)
+
+
+def _dependency_names(text: str) -> set[tuple[str, str]]:
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise DependencyCountError(f"package.json is not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise DependencyCountError("package.json is not a JSON object")
+    names: set[tuple[str, str]] = set()
+    for key in DEPENDENCY_KEYS:
+        section = document.get(key)
+        if isinstance(section, dict):
+            names.update((key, str(name)) for name in section)
+    return names
 
 
 def run_verify(
@@ -180,28 +265,41 @@ def run_verify(
     containment: Containment | None,
 ) -> tuple[tuple[VerifyResult, ...], Execution | None]:
     """Run each rendered verification command in the workspace; the results, and the execution
-    that ran out of time or was cancelled (then the attempt stops there)."""
+    that ran out of the row's time or was cancelled (then the attempt stops there). A command
+    past its own ``timeout_s`` is a failed command (reason ``timeout``), and the next one runs."""
     results: list[VerifyResult] = []
     for spec, command in zip(specs, commands, strict=True):
+        own = time.monotonic() + spec.timeout_s if spec.timeout_s is not None else deadline
         done = execute(
-            ["bash", "-c", command],
-            deadline=deadline,
+            [spec.shell, "-c", command],
+            deadline=min(own, deadline),
             cwd=str(workspace),
             env=env,
             capture_limit=VERIFY_OUTPUT_LIMIT,
             containment=containment,
         )
-        if done.timed_out or done.cancelled:
+        if done.cancelled or (done.timed_out and own >= deadline):
             return tuple(results), done
-        output = (done.stdout + done.stderr).decode("utf-8", "replace")
-        passed = (
-            done.error is None
-            and done.exit_code == spec.exit_code
-            and all(text in output for text in spec.contains)
-            and not any(text in output for text in spec.not_contains)
+        stdout = done.stdout.decode("utf-8", "replace")
+        output = stdout + done.stderr.decode("utf-8", "replace")
+        reason = "timeout" if done.timed_out else _failure(spec, done, stdout, output)
+        results.append(
+            VerifyResult(command, done.exit_code, reason is None, output, done.error, spec.exit_code, reason)
         )
-        results.append(VerifyResult(command, done.exit_code, passed, output, done.error))
     return tuple(results), None
+
+
+def _failure(spec: VerifySpec, done: Execution, stdout: str, output: str) -> str | None:
+    """Why a finished verification command failed (devlyn's reasons, checked in its order), or None."""
+    if done.error is not None:
+        return f"error:{done.error}"
+    if done.exit_code != spec.exit_code:
+        return "exit"
+    if not all(text in output for text in spec.contains) or not all(text in stdout for text in spec.stdout_contains):
+        return "missing_contains"
+    if any(text in output for text in spec.not_contains) or any(text in stdout for text in spec.stdout_not_contains):
+        return "unexpected_text"
+    return None
 
 
 def verify_score(results: Sequence[VerifyResult]) -> float | None:

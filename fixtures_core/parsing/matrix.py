@@ -8,13 +8,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from fixtures_core.errors import FixtureError, UsageError, ValidationFailed
+from fixtures_core.parsing.devlyn import find_bench
 from fixtures_core.parsing.parser import parse_file
 from fixtures_core.parsing.sampling import with_sampling
 from fixtures_core.spec import Matrix, RowSpec, Sampling
 
 
 def fixture_paths(paths: Sequence[str]) -> list[Path]:
-    """Fixture files named directly, or every ``*.md`` below a named folder (sorted).
+    """Fixture files named directly, or every ``*.md`` below a named folder (sorted); a folder that is a
+    devlyn benchmark (``fixtures/test-repo`` and ``fixtures/F*/``) is read as one suite.
 
     Hidden folders below a named folder (``.git``, ``.venv``, ``.assay``) are not searched,
     and a file reached twice (named and inside a named folder) is read once.
@@ -22,7 +24,9 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
     found: list[Path] = []
     for text in paths:
         path = Path(text)
-        if path.is_dir():
+        if path.is_dir() and find_bench(path) is not None:
+            found.append(path)  # a devlyn benchmark: its fixture folders, not its Markdown, are the suite
+        elif path.is_dir():
             found.extend(
                 sorted(
                     p

@@ -39,6 +39,7 @@ from fixtures_core.parsing.config import (
     read_string_list,
     reject_near_misses,
 )
+from fixtures_core.parsing.devlyn import find_bench, read_bench
 from fixtures_core.parsing.encodable import frontmatter_text_error
 from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
@@ -46,7 +47,7 @@ from fixtures_core.parsing.row_errors import broken_row
 from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.sampling import with_sampling
 from fixtures_core.parsing.settings import Inherited, apply_common
-from fixtures_core.parsing.suite import ARM_PROPERTY, SUITE_KEYS, finish_rows, read_suite
+from fixtures_core.parsing.suite import ARM_PROPERTY, DEVLYN_KEY, SUITE_KEYS, finish_rows, read_suite
 from fixtures_core.parsing.tables import broken_table_rows, table_rows
 from fixtures_core.parsing.throughput import read_budget, read_concurrency, read_limits
 from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
@@ -54,7 +55,7 @@ from fixtures_core.spec import FixtureFile, FixtureWarning, Redaction, RowSpec
 FRONTMATTER_KEYS = (
     "exec", "args", "env", "cwd", "timeout", "repeat", "metrics", "measurements",
     "skip", "os", "arch", "codeBlocks", "indeterminate", "redact", "serial", "concurrency", "limits", "budget",
-    "daemon", "pass_rate", "sampling",
+    "daemon", "pass_rate", "sampling", DEVLYN_KEY,
     *SUITE_KEYS,
 )  # fmt: skip
 # Gavel frontmatter keys assay reads but does not act on (never properties; validate names them).
@@ -88,6 +89,9 @@ def parse_file(path: str | Path) -> FixtureFile:
     """Read and parse one fixture file; errors name it as given, results by ``fixture_identity``."""
     display = Path(path).as_posix()
     identity = fixture_identity(Path(path))
+    bench = find_bench(Path(path)) if Path(path).is_dir() else None
+    if bench is not None:
+        return read_bench(bench, display, identity)
     data = read_fixture(Path(path), display)
     try:
         text = data.decode("utf-8-sig")  # a byte order mark must not hide the frontmatter
@@ -108,6 +112,9 @@ def parse_document(
     last line (0 without one)."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
     settings, body_start, warnings = _read_frontmatter(lines, path)
+    if settings.devlyn is not None:
+        suite_rows, linted = _devlyn_rows(settings, path, identity or path)
+        return suite_rows, (*warnings, *linted), body_start
     tokens = _MARKDOWN.parse("\n".join(lines[body_start:]))
     readers = [_Reader(lines, body_start, variant, path) for variant in _arm_variants(settings)]
     for reader in readers:
@@ -129,6 +136,31 @@ def parse_document(
     ]
     found = tuple(sorted(warnings + readers[0].warnings, key=lambda w: w.line))
     return finish_rows(rows, settings.suite), found, body_start
+
+
+def _devlyn_rows(
+    settings: Inherited, path: str, identity: str
+) -> tuple[tuple[RowSpec, ...], tuple[FixtureWarning, ...]]:
+    """A suite file that names a devlyn benchmark folder (``devlyn: FOLDER``): the folder's fixtures are its cases."""
+    assert settings.devlyn is not None
+    folder, line = settings.devlyn
+    bench = find_bench(Path(path).resolve().parent / folder)
+    if bench is None:
+        raise FixtureError(
+            path, line, f"no devlyn benchmark at {folder} (fixtures/test-repo and fixtures/F*/)", DEVLYN_KEY
+        )
+    fixture = read_bench(bench, path, identity, settings)
+    rows = tuple(
+        replace(
+            row,
+            redaction=settings.redaction,
+            concurrency=settings.concurrency,
+            limits=settings.limits,
+            budget=settings.budget,
+        )  # fmt: skip
+        for row in fixture.rows
+    )
+    return rows, fixture.warnings
 
 
 def _arm_variants(settings: Inherited) -> list[Inherited]:
@@ -344,6 +376,9 @@ def _settings_from(
         limits=read_limits(data["limits"], at("limits")) if "limits" in data else (),
         budget=read_budget(data["budget"], at("budget")) if "budget" in data else None,
         daemon=read_daemon(data["daemon"], at("daemon")) if "daemon" in data else None,
+        devlyn=(read_string(data[DEVLYN_KEY], at(DEVLYN_KEY), DEVLYN_KEY), at(DEVLYN_KEY).line)
+        if DEVLYN_KEY in data
+        else None,
     )
     return apply_common(settings, data, key_lines, item_lines, path)
 

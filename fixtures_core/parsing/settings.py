@@ -50,6 +50,7 @@ class Inherited:
     daemon: Daemon | None = None  # frontmatter only
     pass_rate: float = 1.0
     sampling: Sampling | None = None
+    devlyn: tuple[str, int] | None = None  # frontmatter only: a devlyn benchmark folder and the key's line
 
     def platform_skip(self) -> str | None:
         """Why this machine's os or arch is excluded, or None (``!name`` excludes, as in Gavel)."""

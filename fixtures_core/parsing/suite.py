@@ -1,7 +1,8 @@
 """Read the A/B suite keys of a fixture file and give its rows their case and arm.
 
 Frontmatter keys: ``arms``, ``compare``, ``workspace``, ``setup``, ``verify``,
-``forbidden``, ``forbidden_files``, ``requires``, ``judge``, ``gates``.
+``forbidden``, ``forbidden_files``, ``required_files``, ``max_deps_added``,
+``requires``, ``judge``, ``gates``.
 Table columns read by a suite: ``known limit`` (a margin range such as
 ``[-3, 3]``) and ``requires``. The parser expands every row once per arm
 (an arm works like the frontmatter of its copy); ``finish_rows`` then names
@@ -36,24 +37,38 @@ from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.template import TemplateError, check_names, render
 from fixtures_core.spec import Matrix, PropertyValue, RowSpec
 from fixtures_core.suite import (
+    DISQUALIFY_RULES,
     GATE_SEVERITIES,
     SCORE_METRIC,
     SEVERITIES,
     ArmRow,
     ArmSpec,
+    DisqualifyRule,
     ForbiddenPattern,
     GateSeverity,
     GateSpec,
     JudgeSpec,
+    RequiredFile,
     Severity,
     SuiteSpec,
     VerifySpec,
     arm_row_name,
+    case_checks,
 )
 
 SUITE_KEYS = (
-    "arms", "compare", "workspace", "setup", "verify", "forbidden", "forbidden_files", "requires", "judge", "gates",
+    "arms", "compare", "workspace", "setup", "verify", "forbidden", "forbidden_files", "required_files",
+    "max_deps_added", "requires", "judge", "gates", "disqualify", "accept_missing",
 )  # fmt: skip
+# Seed 04's expected.json names: in a Markdown suite they would silently become properties, checking nothing.
+LOOKALIKE_KEYS = {
+    "verification_commands": "verify",
+    "forbidden_patterns": "forbidden",
+    "stdout_contains": "verify's stdoutContains",
+    "spec_output_files": "a devlyn fixture folder (its oracles read it from expected.json)",
+    "tier_a_waivers": "a devlyn fixture folder (its oracles read it from expected.json)",
+    "disqualifiers": "forbidden, forbidden_files, required_files or max_deps_added",
+}
 ARM_PROPERTY = "arm"
 CASE_PROPERTY = "case"
 WORKSPACE_NAME = "workspace"  # template name of the attempt's workspace folder
@@ -62,10 +77,16 @@ KNOWN_LIMIT_COLUMNS = ("known limit", "known_limit", "knownlimit")
 REQUIRES_COLUMN = "requires"
 # CEL names that only an attempt in a workspace provides.
 WORKSPACE_VARIABLES = ("diff", "changed_files", "verify", "verify_score", "findings", "disqualified")
-_ARM_KEYS = ("exec", "args", "env")
-_VERIFY_KEYS = ("run", "exitCode", "contains", "notContains", "rows")
+_ARM_KEYS = ("exec", "args", "env", "input", "model", "provenance")
+ARM_INPUTS = ("spec", "task")  # the case documents an arm of a devlyn suite takes as its prompt
+DEVLYN_KEY = "devlyn"  # frontmatter: the devlyn benchmark folder whose fixtures are this suite's cases
+_VERIFY_KEYS = ("run", "exitCode", "contains", "notContains", "stdoutContains", "stdoutNotContains", "rows")
+_REQUIRED_FILE_KEYS = ("path", "rows")
 _FORBIDDEN_KEYS = ("pattern", "severity", "description", "files", "rows")
-_JUDGE_KEYS = ("command", "rubric", "axes", "blind", "swap", "seed", "timeout", "provenance", "threshold")
+_JUDGE_KEYS = (
+    "command", "rubric", "axes", "blind", "swap", "seed", "timeout", "provenance", "threshold", "protocol",
+)  # fmt: skip
+JUDGE_PROTOCOLS = ("assay", "devlyn")
 _GATE_KEYS = ("name", "cel", "severity")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 GATE_VARIABLES = ("rows", "suite")
@@ -75,9 +96,14 @@ def read_suite(
     data: Mapping[str, object], key_lines: Mapping[str, int], item_lines: Mapping[str, list[int]], path: str
 ) -> SuiteSpec | None:
     """The suite declared by a frontmatter, or None when it declares none of the suite keys."""
-    present = [key for key in SUITE_KEYS if key in data]
+    present = [key for key in (*SUITE_KEYS, DEVLYN_KEY) if key in data]
     if not present:
         return None
+    for key, instead in LOOKALIKE_KEYS.items():
+        if key in data:
+            raise Where(path, key_lines.get(key, 1)).error(
+                key, f"unknown suite key '{key}' (seed 04's expected.json name): use {instead}"
+            )
 
     def at(key: str) -> Where:
         return Where(path, key_lines.get(key, 1))
@@ -90,7 +116,8 @@ def read_suite(
         return [(item, Where(path, lines[i] if i < len(lines) else at(key).line)) for i, item in enumerate(value)]
 
     source_dir = Path(path).resolve().parent
-    arms = _arms(data["arms"], at("arms")) if "arms" in data else ()
+    devlyn = DEVLYN_KEY in data
+    arms = _arms(data["arms"], at("arms"), devlyn) if "arms" in data else ()
     suite = SuiteSpec(
         file=path,
         line=min(key_lines.get(key, 1) for key in present),
@@ -104,24 +131,39 @@ def read_suite(
         if "forbidden_files" in data
         else (),
         requires=read_string_list(data["requires"], at("requires"), "requires") if "requires" in data else (),
-        judge=_judge(data["judge"], at("judge"), source_dir) if "judge" in data else None,
+        judge=_judge(data["judge"], at("judge"), source_dir, "devlyn" if devlyn else "assay")
+        if "judge" in data
+        else None,
         gates=_gates(items("gates")) if "gates" in data else (),
+        required_files=tuple(_required_file(item, where) for item, where in items("required_files"))
+        if "required_files" in data
+        else (),
+        max_deps_added=read_count(data["max_deps_added"], at("max_deps_added"), "max_deps_added")
+        if "max_deps_added" in data
+        else None,
+        disqualify=_disqualify(data["disqualify"], at("disqualify")) if "disqualify" in data else None,
+        accept_missing=_bool(data["accept_missing"], at("accept_missing"), "accept_missing")
+        if "accept_missing" in data
+        else False,
     )
-    _check_combination(suite, at)
+    _check_combination(suite, at, devlyn)
     return suite
 
 
-def _check_combination(suite: SuiteSpec, at: Callable[[str], Where]) -> None:
+def _check_combination(suite: SuiteSpec, at: Callable[[str], Where], devlyn: bool = False) -> None:
+    if devlyn:
+        return  # the devlyn folder gives the workspace, setup and checks
     if suite.judge is not None and len(suite.arms) < 2:
         raise at("judge").error("judge", "a judge compares arms: declare at least two under arms")
     if suite.workspace is None:
         for key, value in (("setup", suite.setup), ("verify", suite.verify), ("forbidden", suite.forbidden),
-                           ("forbidden_files", suite.forbidden_files)):  # fmt: skip
-            if value:
+                           ("forbidden_files", suite.forbidden_files), ("required_files", suite.required_files),
+                           ("max_deps_added", suite.max_deps_added)):  # fmt: skip
+            if value or (key == "max_deps_added" and value is not None):
                 raise at(key).error(key, "runs in a fresh copy of the workspace: set workspace: DIR too")
 
 
-def _arms(value: object, where: Where) -> tuple[ArmSpec, ...]:
+def _arms(value: object, where: Where, devlyn: bool) -> tuple[ArmSpec, ...]:
     if not isinstance(value, dict) or not value:
         raise where.error(
             "arms", f"must map each arm name to its overrides (exec, args, env, properties), got {value!r}"
@@ -138,6 +180,11 @@ def _arms(value: object, where: Where) -> tuple[ArmSpec, ...]:
         for reserved in (ARM_PROPERTY, CASE_PROPERTY):
             if reserved in overrides:
                 raise where.error(f"{label}.{reserved}", f"'{reserved}' is set by assay (the {reserved}'s name)")
+        prompt = overrides.get("input", "task" if name == "bare" else "spec") if devlyn else None
+        if "input" in overrides and not devlyn:
+            raise where.error(f"{label}.input", f"names a case document, which only a suite with {DEVLYN_KEY}: has")
+        if prompt is not None and prompt not in ARM_INPUTS:
+            raise where.error(f"{label}.input", f"must be one of {', '.join(ARM_INPUTS)}, got {prompt!r}")
         arms.append(
             ArmSpec(
                 name=name,
@@ -146,6 +193,11 @@ def _arms(value: object, where: Where) -> tuple[ArmSpec, ...]:
                 args=read_string_list(overrides["args"], where, f"{label}.args") if "args" in overrides else None,
                 env=read_env(overrides["env"], where, f"{label}.env") if "env" in overrides else {},
                 properties={str(k): v for k, v in overrides.items() if k not in _ARM_KEYS},
+                prompt=str(prompt) if prompt is not None else None,
+                model=read_string(overrides["model"], where, f"{label}.model") if "model" in overrides else None,
+                provenance=read_string(overrides["provenance"], where, f"{label}.provenance")
+                if "provenance" in overrides
+                else None,
             )
         )
     return tuple(arms)
@@ -189,7 +241,36 @@ def _verify(item: object, where: Where) -> VerifySpec:
         contains=texts("contains"),
         not_contains=texts("notContains"),
         rows=texts("rows"),
+        stdout_contains=texts("stdoutContains"),
+        stdout_not_contains=texts("stdoutNotContains"),
     )
+
+
+def _required_file(item: object, where: Where) -> RequiredFile:
+    spec = _map(item, where, "required_files", _REQUIRED_FILE_KEYS, "path")
+    rows = read_string_list(spec["rows"], where, "required_files.rows") if "rows" in spec else ()
+    return RequiredFile(read_string(spec["path"], where, "required_files.path"), where.line, rows)
+
+
+def _disqualify(value: object, where: Where) -> tuple[DisqualifyRule, ...]:
+    rules = read_string_list(value, where, "disqualify") if value != [] else ()
+    for rule in rules:
+        if rule not in DISQUALIFY_RULES:
+            raise where.error("disqualify", f"unknown rule {rule!r} (known: {', '.join(DISQUALIFY_RULES)})")
+    return tuple(r for r in DISQUALIFY_RULES if r in rules)
+
+
+def _bool(value: object, where: Where, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise where.error(field, f"must be true or false, got {value!r}")
+    return value
+
+
+def read_count(value: object, where: Where, field: str) -> int:
+    """A whole number >= 0 (``max_deps_added: 0``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise where.error(field, f"must be a whole number >= 0, got {value!r}")
+    return value
 
 
 def _forbidden(item: object, where: Where) -> ForbiddenPattern:
@@ -216,7 +297,7 @@ def _as_severity(text: str) -> Severity:
     return next(s for s in SEVERITIES if s == text)
 
 
-def _judge(value: object, where: Where, source_dir: Path) -> JudgeSpec:
+def _judge(value: object, where: Where, source_dir: Path, protocol: str) -> JudgeSpec:
     spec = _map(value, where, "judge", _JUDGE_KEYS, "command")
     command = spec["command"]
     argv = (
@@ -235,6 +316,9 @@ def _judge(value: object, where: Where, source_dir: Path) -> JudgeSpec:
     seed = spec.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise where.error("judge.seed", f"must be a whole number >= 0, got {seed!r}")
+    given = spec.get("protocol", protocol)
+    if given not in JUDGE_PROTOCOLS:
+        raise where.error("judge.protocol", f"must be one of {', '.join(JUDGE_PROTOCOLS)}, got {given!r}")
     return JudgeSpec(
         command=argv,
         line=where.line,
@@ -246,6 +330,7 @@ def _judge(value: object, where: Where, source_dir: Path) -> JudgeSpec:
         timeout_s=read_timeout(spec["timeout"], where, "judge.timeout") if "timeout" in spec else 600.0,
         provenance=read_string(spec["provenance"], where, "judge.provenance") if "provenance" in spec else None,
         threshold=read_threshold(spec.get("threshold"), where, "judge.threshold"),
+        protocol="devlyn" if given == "devlyn" else "assay",
     )
 
 
@@ -333,12 +418,10 @@ def _finish_row(row: RowSpec, suite: SuiteSpec, overridden: set[str]) -> RowSpec
     properties[CASE_PROPERTY] = row.name
     arm = str(properties[ARM_PROPERTY]) if suite.arms else None
     shared = {k: v for k, v in properties.items() if k not in overridden}
+    checks = case_checks(suite, row.name)
+    ab = ArmRow(suite, row.name, arm, row.line, known_limit=known_limit, shared=shared, checks=checks)
     finished = replace(
-        row,
-        name=arm_row_name(row.name, arm),
-        properties=properties,
-        skip=row.skip or missing_tools(requires),
-        ab=ArmRow(suite=suite, case=row.name, arm=arm, case_line=row.line, known_limit=known_limit, shared=shared),
+        row, name=arm_row_name(row.name, arm), properties=properties, skip=row.skip or missing_tools(requires), ab=ab
     )
     return finished if error is None else with_error(finished, error)
 
@@ -383,7 +466,9 @@ def missing_tools(tools: Sequence[str]) -> str | None:
 
 def workspace_names(row: RowSpec) -> tuple[str, ...]:
     """Template names a suite adds for its rows: the attempt's workspace folder."""
-    return (WORKSPACE_NAME,) if row.ab is not None and row.ab.suite.workspace is not None else ()
+    if row.ab is None or row.ab.suite.workspace is None:
+        return ()
+    return (WORKSPACE_NAME, "prompt") if row.ab.prompt is not None else (WORKSPACE_NAME,)
 
 
 def suite_row_errors(row: RowSpec) -> list[FixtureError]:

@@ -14,8 +14,9 @@ incomplete. File names made from row and baseline names come from
 from __future__ import annotations
 
 import os
-import secrets
+import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,11 +31,32 @@ from fixtures_core.results import RowResult, SampleResult
 SHIPPED = "shipped"  # the baseline name ``bless`` and ``run --bless`` use by default
 
 
-def new_run_id() -> str:
-    """A sortable, unique run id: UTC time to the millisecond (two runs in one second still sort in
-    the order they started) and a short random suffix."""
+def new_run_id(cwd: str | None = None) -> str:
+    """A sortable, self-describing run id, seed 04's ``<ISO>-<sha>-<branch>``: UTC time to the
+    microsecond (runs sort in the order they started, and two never share one), then the commit and
+    branch of the git work tree the run started in (``nogit`` outside one)."""
     now = datetime.now(UTC)
-    return f"{now:%Y%m%dT%H%M%S}.{now.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
+    return f"{now:%Y%m%dT%H%M%S.%f}Z-{_revision(cwd)}"
+
+
+def _revision(cwd: str | None) -> str:
+    """``<short sha>-<branch>`` of the work tree at ``cwd`` (``HEAD`` when detached), or ``nogit``."""
+
+    def ask(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+    sha = ask("rev-parse", "--short=7", "HEAD")
+    if sha is None:
+        return "nogit"
+    branch = ask("rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
+    return f"{sha}-{_PATH_UNSAFE.sub('-', branch)[:40]}"
+
+
+_PATH_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")  # a branch name in a folder name: feature/x -> feature-x
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def judge_line(suite: SuiteOutcome) -> str:
     if judge.swap:
         how += ", both orders"
     command = judge.command[2] if judge.command[:2] == ("bash", "-c") else shlex.join(judge.command)
-    line = f"Judge: {command}; {how}"
+    line = f"Judge: {command}; {how}" + ("; devlyn's judge protocol" if judge.protocol == "devlyn" else "")
     if judge.provenance:
         line += f"; provenance: {', '.join(judge.provenance)}"
     return line
@@ -54,14 +54,15 @@ def case_table(suite: SuiteOutcome) -> list[list[str]]:
     return rows
 
 
-def arm_cell(case: CaseOutcome, arm: str, dry_run: bool) -> str:
-    """An arm's score; in a dry run, the share of verification commands that passed before any change."""
+def arm_cell(case: CaseOutcome, arm: str, dry_run: bool, mark: bool = True) -> str:
+    """An arm's score (``DQ`` after it when disqualified, unless ``mark`` is off); in a dry run, the share
+    of verification commands that passed before any change."""
     outcome = case.arms.get(arm)
     if outcome is None:
         return "-"
     if dry_run:
         return "-" if outcome.verify_score is None else f"verify {outcome.verify_score:.0%}"
-    return points(outcome.score)
+    return points(outcome.score) + (" DQ" if outcome.disqualified and mark else "")
 
 
 def summary_lines(suite: SuiteOutcome) -> list[str]:
@@ -109,11 +110,11 @@ def problem_lines(suite: SuiteOutcome) -> list[str]:
     """Errors of cases, disqualified arms, then warnings."""
     lines = [f"ERR {case.name}: {case.error}" for case in suite.cases if case.status == "ERR" and case.error]
     lines += [
-        f"DISQUALIFIED {case.name}/{arm}: loses the case; left out of margins and averages"
+        f"DISQUALIFIED {case.name}/{arm}: loses the case"
         + (f" ({'; '.join(outcome.findings)})" if outcome.findings else "")
         for case in suite.cases
         for arm, outcome in case.arms.items()
-        if outcome.disqualified
+        if outcome.disqualified and not suite.dry_run  # a dry run judges nothing
     ]
     lines += [f"WARNING: {warning}" for warning in suite.warnings]
     failed = [o.row for case in suite.cases if case.status != "ERR" for o in case.arms.values() if o.status == "FAIL"]
@@ -126,7 +127,10 @@ def problem_lines(suite: SuiteOutcome) -> list[str]:
 
 def text_lines(suite: SuiteOutcome) -> list[str]:
     """The whole plain-text ship-gate report of one suite (without its verdict line)."""
-    lines = [f"A/B suite {suite.file}", judge_line(suite), ""]
+    lines = [f"A/B suite {suite.file}", judge_line(suite)]
+    if suite.arm_models:
+        lines.append("Arms: " + "; ".join(f"{arm}: {model}" for arm, model in suite.arm_models.items()))
+    lines.append("")
     table = _aligned(case_table(suite))
     lines += [*table, "-" * max(len(line) for line in table)]
     if suite.dry_run:
@@ -178,6 +182,8 @@ def suite_markdown(suite: SuiteOutcome) -> list[str]:
     """One suite's ship-gate report as Markdown lines (``markdown.render`` puts it in every summary)."""
     table = case_table(suite)
     lines = [f"## A/B suite {code(suite.file)}", "", escape(judge_line(suite)), ""]
+    if suite.arm_models:
+        lines += [escape("Arms: " + "; ".join(f"{arm}: {m}" for arm, m in suite.arm_models.items())), ""]
     lines.append(table_row(*table[0]))
     lines.append("|---|" + "---:|" * (len(table[0]) - 2) + "---|")
     lines += [table_row(*map(escape, row)) for row in table[1:]]

@@ -7,30 +7,39 @@ gives each suite's ship-gate section and ``run_status`` the run's status.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.analysis.shipgate import JudgeRecord, SuiteOutcome, apply_judgments, suite_outcome
+from fixtures_core.analysis.shipgate import (
+    JudgeRecord,
+    SuiteOutcome,
+    apply_judgments,
+    rubric_comparability,
+    suite_outcome,
+)
 from fixtures_core.execution.containment import Containment
-from fixtures_core.execution.judge import JudgeSettings, rubric_digest
+from fixtures_core.execution.judge import JudgeSettings, command_provenance, rubric_digest
 from fixtures_core.execution.judging import SuiteJudging, judge_suite, new_seed, suites_of
 from fixtures_core.files import write_text_atomic
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import markdown
 from fixtures_core.results import RowResult, Status, worst
 from fixtures_core.spec import RowSpec
+from fixtures_core.suite import SuiteSpec
 
 REPORT = "report.md"
 
 
 @dataclass(frozen=True)
 class Judged:
-    """Rows after judging: specs with the score metric, rows with their scores, and the judgings."""
+    """Rows after judging: specs with the score metric, rows with their scores, the judgings, and per
+    suite file the model each arm said it ran (``arms.ARM.model``, or its ``provenance`` command's output)."""
 
     specs: list[RowSpec]
     rows: list[RowResult]
     judgings: list[SuiteJudging]
+    models: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ def judge_run(
 ) -> Judged:
     """Judge every suite with a judge (``skip`` for a dry run or an interrupted run)."""
     judgings = []
+    models = {suite.file: arm_models(suite, specs, containment) for suite in suites_of(specs)} if not skip else {}
     if not skip:
         for suite in suites_of(specs):
             if suite.judge is None:
@@ -61,7 +71,18 @@ def judge_run(
             settings = JudgeSettings(dirs.run_dir, dirs.evidence_dir, labelling, dirs.run_id, parallel)
             judgings.append(judge_suite(suite, specs, rows, settings, containment))
     scored_specs, scored_rows = apply_judgments(specs, rows, judgings)
-    return Judged(scored_specs, scored_rows, judgings)
+    return Judged(scored_specs, scored_rows, judgings, models)
+
+
+def arm_models(suite: SuiteSpec, specs: Sequence[RowSpec], containment: Containment) -> dict[str, str]:
+    """The model each arm of ``suite`` runs: its ``model``, else what its ``provenance`` command printed."""
+    cwd = next((s.source_dir for s in specs if s.ab is not None and s.ab.suite.file == suite.file), ".")
+    found = {}
+    for arm in suite.arms:
+        model = arm.model or command_provenance(arm.provenance, cwd, containment)
+        if model:
+            found[arm.name] = model
+    return found
 
 
 def suite_outcomes(
@@ -81,7 +102,8 @@ def suite_outcomes(
         previous = next((s for s in baseline[1].suites if s.file == identity), None) if baseline else None
         name = baseline[0] if baseline is not None and previous is not None else None
         outcome = suite_outcome(suite, judged.specs, finished, judging, previous, name, dry_run)
-        outcomes.append(_with_record(outcome, judging, rejudged, evidence_run))
+        outcome = replace(outcome, arm_models=dict(judged.models.get(suite.file, {})))
+        outcomes.append(rubric_comparability(_with_record(outcome, judging, rejudged, evidence_run), previous))
     return tuple(outcomes)
 
 
@@ -101,6 +123,7 @@ def _with_record(
             rubric=judge.rubric,
             rubric_sha256=rubric_digest(judge),
             provenance=tuple(dict.fromkeys([*reported, *([judging.provenance] if judging.provenance else [])])),
+            protocol=judge.protocol,
         )
     return replace(outcome, judge=record, rejudged=rejudged, evidence_run=evidence_run)
 

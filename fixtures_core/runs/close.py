@@ -13,6 +13,7 @@ from fixtures_core.errors import BaselineError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import SamplePool
 from fixtures_core.execution.rows import unfinished_row
+from fixtures_core.records.devlyn_layout import write_results
 from fixtures_core.records.resume import resumed_rows
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, utc_now
 from fixtures_core.records.store import Store
@@ -94,6 +95,9 @@ def complete(
         run = replace(run, stopped=stop.stopped)
     try:
         record(run, options, step_summary_file(), recorder.store)
+        evidence_run = rejudging.evidence_run if rejudging is not None else run.run_id
+        store = recorder.store
+        write_results(store.run_dir(run.run_id), store.run_dir(evidence_run), run, recorder.matrix.rows)
     finally:
         recorder.release()
         recorder.closed(run)

@@ -264,7 +264,7 @@ def test_ab_suite_html_shows_margins_gates_and_verdict_in_headless_chromium(tmp_
     assert values["box"].startswith("FAIL")
     assert "hard ship gate 'careful wins every gated case by 5 points or more' (" in values["box"]
     assert values["cases"] == ["loud-flag", "config-comments", "docstring"]
-    assert values["margins"] == ["+16", "-", "+0"]  # config-comments: hasty was disqualified
+    assert values["margins"] == ["+16", "+20", "+0"]  # config-comments: hasty was disqualified; still 100 - 80
     assert values["gates"] == [
         ["careful is never disqualified", "hard", "ok"],
         ["careful wins every gated case by 5 points or more", "hard", "FAILED"],

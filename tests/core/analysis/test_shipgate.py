@@ -16,7 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.analysis.shipgate import EXPECTED, OUTSIDE_KNOWN_LIMIT, SuiteOutcome, gate_context
+from fixtures_core.analysis.shipgate import (
+    EXPECTED,
+    OUTSIDE_KNOWN_LIMIT,
+    ArmOutcome,
+    CaseOutcome,
+    SuiteOutcome,
+    arm_margins,
+    catch_rates,
+    gate_context,
+)
 from fixtures_core.records.rundoc import RunResult, to_document
 from fixtures_core.records.store import SHIPPED, Store, bless_refusal
 from tests.suites import run_in_process
@@ -163,19 +172,27 @@ def test_a_disqualified_arm_never_wins(tmp_path: Path) -> None:
     assert only_suite(run).verdict == "FAIL"
 
 
-def test_a_disqualified_arm_loses_its_case_and_leaves_margins_and_averages(tmp_path: Path) -> None:
-    # seed 04: "Disqualifier arms automatically lose the fixture regardless of score"
+def test_a_disqualified_arm_loses_its_case_but_keeps_its_margin_and_average(tmp_path: Path) -> None:
+    # seed 04: a disqualifier "overrides score" and the arm "automatically loses the fixture" (the winner);
+    # its summary.json keeps margin as the score difference and averages over every arm, as devlyn's harness does
     run = run_suite(tmp_path, [("F1", "90", "DQ 99", ""), ("F2", "80", "70", "")])
 
     suite = only_suite(run)
     f1, f2 = suite.cases
-    assert f1.arms["bare"].disqualified and f1.arms["bare"].score == 99.0  # its score is kept on the arm
-    assert (f1.winner, f1.margin, f1.verdict) == ("variant", None, "PASS")  # it lost; the case has no margin
+    assert f1.arms["bare"].disqualified and f1.arms["bare"].score == 99.0
+    assert (f1.winner, f1.margin, f1.verdict) == ("variant", -9.0, "PASS")  # 90 - 99: bare scored higher, and lost
     assert f2.margin == 10.0
-    # averages leave the disqualified 99 out: bare = 70 (not (99 + 70) / 2); variant = (90 + 80) / 2 = 85
-    assert suite.averages == {"variant": 85.0, "bare": 70.0}
-    assert suite.margin == 10.0  # F2's alone (not (-9 + 10) / 2)
-    assert "margin" not in gate_context(suite)["rows"][0]  # type: ignore[index]
+    # averages cover every arm: bare = (99 + 70) / 2 = 84.5; variant = (90 + 80) / 2 = 85
+    assert suite.averages == {"variant": 85.0, "bare": 84.5}
+    assert suite.margin == 0.5  # (-9 + 10) / 2
+    assert gate_context(suite)["rows"][0]["margin"] == -9.0  # type: ignore[index]
+
+
+def test_both_arms_disqualified_is_a_tie_with_the_score_difference(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, [("F1", "DQ 90", "DQ 70", "")])
+
+    (case,) = only_suite(run).cases
+    assert (case.winner, case.margin, case.verdict) == ("tie", 20.0, "DISQUALIFIED")  # 90 - 70, and nobody won
 
 
 def test_a_gate_naming_a_case_the_run_did_not_select_reads_na(tmp_path: Path) -> None:
@@ -225,7 +242,9 @@ def test_gates_see_the_saved_runs_margins(tmp_path: Path) -> None:
     assert suite.verdict == "FAIL"  # F1 lost 6 points of margin
     context = gate_context(suite)
     assert context["suite"] == {"average": {"variant": 92.5, "bare": 85.5}, "rows": 2, "cases": 2, "margin": 7.0,
-                                "baseline_margin": 10.0}  # fmt: skip
+                                "baseline_margin": 10.0, "margins": {"variant": 7.0}, "fixtures_run": 2,
+                                "catch_rate": {"variant": 1.0, "bare": 1.0},  # no critical finding anywhere
+                                "baseline_catch_rate": {"variant": 1.0, "bare": 1.0}}  # fmt: skip
 
 
 def test_regression_points_on_the_score_gate_against_the_blessed_run(tmp_path: Path) -> None:
@@ -292,3 +311,52 @@ def test_any_number_of_arms_each_with_its_score_and_the_named_pair_for_the_margi
     assert case.margin == 20.0  # compare: [variant, bare]
     assert sorted(case.judgments[0].labels) == ["A", "B", "C"]  # one call sees every arm, blind
     assert [r.name for r in run.rows] == ["F1/variant", "F1/bare", "F1/solo"]
+
+
+def case_of(name: str, **scores: tuple[float, tuple[str, ...]]) -> CaseOutcome:
+    """A case whose arms have these (score, critical findings)."""
+    arms = {arm: ArmOutcome(f"{name}/{arm}", "PASS", score=s, critical=c) for arm, (s, c) in scores.items()}
+    return CaseOutcome(name, 1, "PASS", "PASS", arms)
+
+
+def test_the_catch_rate_is_the_share_of_judged_cases_without_a_critical_finding() -> None:
+    cases = [
+        case_of("F1", variant=(90.0, ()), bare=(70.0, ("silent catch",))),
+        case_of("F2", variant=(80.0, ("hardcoded path",)), bare=(60.0, ("no test",))),
+        case_of("F3", variant=(85.0, ()), bare=(84.0, ())),
+    ]
+    # variant: F1 and F3 clean of 3 judged = 2/3; bare: F3 alone = 1/3
+    rates = catch_rates(cases, ["variant", "bare"])
+    assert rates["variant"] == pytest.approx(2 / 3) and rates["bare"] == pytest.approx(1 / 3)
+    # seed 04: margins per arm over the second arm of compare; variant: (20 + 20 + 1) / 3
+    assert arm_margins(cases, ["variant", "bare"], ("variant", "bare")) == {"variant": pytest.approx(41 / 3)}
+
+
+def test_a_case_every_arm_saturated_here_and_in_shipped_is_a_rotation_candidate(tmp_path: Path) -> None:
+    shipped = run_suite(tmp_path, [("F1", "97", "96", ""), ("F2", "97", "90", "")])
+    Store(tmp_path / ".assay").bless(shipped.run_id, SHIPPED)
+    drop = gates("- {name: holds, cel: '!has(suite.baseline_margin) || suite.margin >= -100.0'}")
+
+    current = run_suite(tmp_path, [("F1", "98", "99", ""), ("F2", "99", "96", "")], drop)
+
+    suite = only_suite(current)
+    assert suite.rotation_candidates == ("F1",)  # F2's bare scored 90 in shipped: not saturated twice
+    assert any(w.startswith("F1: every arm scored above 95 here and in ") for w in suite.warnings)
+
+
+def test_a_changed_rubric_makes_the_shipped_run_not_comparable(tmp_path: Path) -> None:
+    rubric = "rubric: RUBRIC.md"
+    (tmp_path / "RUBRIC.md").write_text("score it\n")
+    drop = gates("- {name: holds, cel: '!has(suite.baseline_margin) || suite.margin >= suite.baseline_margin - 3.0'}")
+    shipped = run_suite(tmp_path, [("F1", "90", "80", "")], drop, judge_extra=rubric)
+    Store(tmp_path / ".assay").bless(shipped.run_id, SHIPPED)
+    same = run_suite(tmp_path, [("F1", "90", "80", "")], drop, judge_extra=rubric)
+    (tmp_path / "RUBRIC.md").write_text("score it differently\n")
+
+    changed = run_suite(tmp_path, [("F1", "90", "80", "")], drop, judge_extra=rubric)
+
+    assert only_suite(same).comparable
+    suite = only_suite(changed)
+    assert not suite.comparable
+    assert suite.warnings[0].startswith("the rubric changed since ")
+    assert suite.warnings[0].endswith(": scores and margins are not comparable with it")

@@ -14,15 +14,14 @@ import pytest
 
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.judge import (
-    TIE,
     JudgeCall,
-    JudgeOutputError,
     JudgeSettings,
     judge_sample,
     labels_for,
     parse_output,
     provenance_of,
 )
+from fixtures_core.execution.judgment import TIE, JudgeOutputError
 from fixtures_core.results import Check, SampleResult
 from fixtures_core.suite import JudgeSpec
 

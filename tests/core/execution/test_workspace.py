@@ -5,6 +5,7 @@ Real folders and real git; each call is a few milliseconds.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -14,15 +15,18 @@ import pytest
 
 from fixtures_core.execution.workspace import (
     Changes,
+    DependencyCountError,
     WorkspaceError,
     added_lines,
     capture,
     copy_workspace,
+    dependencies_added,
+    missing_files,
     run_verify,
     scan,
     verify_score,
 )
-from fixtures_core.suite import ForbiddenPattern, VerifySpec
+from fixtures_core.suite import ForbiddenPattern, SuiteSpec, VerifySpec, case_checks
 
 
 def deadline() -> float:
@@ -119,7 +123,10 @@ def test_scan_finds_patterns_across_added_lines_and_forbidden_files() -> None:
     only_f2 = ForbiddenPattern("return", line=3, rows=("F2",))
     changes = Changes(DIFF, ("src/app.py", "notes.md", "package-lock.json"))
 
-    findings = scan(changes, [silent, todo, only_f2], ["package-lock.json"], case="F1")
+    suite = SuiteSpec("suite.md", 1, forbidden=(silent, todo, only_f2), forbidden_files=("package-lock.json",))
+    checks = case_checks(suite, "F1")  # the suite's checks that apply to case F1
+
+    findings = scan(changes, checks.forbidden, checks.forbidden_files)
 
     assert [(f.severity, f.rule, f.file, f.line) for f in findings] == [
         ("disqualifier", "silent catch", "src/app.py", 4),
@@ -170,3 +177,62 @@ def test_a_symlink_inside_the_workspace_is_kept_as_a_link(source: Path, tmp_path
     workspace = copy_workspace(source, tmp_path / "w", deadline(), None)
     assert (workspace.path / "app-link.py").is_symlink()
     assert (workspace.path / "app-link.py").read_text() == "def main():\n    return 1\n"
+
+
+def test_a_diff_scope_pattern_sees_context_and_removed_lines_of_the_files_it_names() -> None:
+    # devlyn's harness searches the file-sliced diff.patch: "def main():" is a context line, "return 1" removed
+    spans = ForbiddenPattern(r"def main\(\):\n-    return 1", line=1, description="spans", scope="diff")
+    elsewhere = ForbiddenPattern("return", line=2, files=("notes.md",), scope="diff")
+    removed = ForbiddenPattern("return 1", line=3, scope="added")  # assay's rule: only what the arm added
+    changes = Changes(DIFF, ("src/app.py", "notes.md"))
+
+    findings = scan(changes, [spans, elsewhere], [])
+
+    assert [(f.severity, f.rule, f.file, f.source) for f in findings] == [
+        ("disqualifier", "spans", "src/app.py", r"def main\(\):\n-    return 1"),
+    ]  # "return" appears only outside notes.md's section
+    assert [f.text for f in scan(changes, [removed], [])] == ["return 1"]  # the added "        return 1"
+
+
+def test_new_dependencies_are_counted_against_the_starting_commit(source: Path, tmp_path: Path) -> None:
+    (source / "package.json").write_text(json.dumps({"dependencies": {"express": "4"}, "devDependencies": {}}))
+    workspace = copy_workspace(source, tmp_path / "w", deadline(), None)
+    package = {"dependencies": {"express": "4", "left-pad": "1"}, "devDependencies": {"jest": "29"}}
+    (workspace.path / "package.json").write_text(json.dumps(package, indent=2))
+
+    assert dependencies_added(workspace) == 2  # left-pad and jest; express was there at the start
+
+    (workspace.path / "package.json").write_text("{ not json")
+    with pytest.raises(DependencyCountError, match="package.json is not JSON"):
+        dependencies_added(workspace)
+
+
+def test_missing_files_are_the_required_paths_that_do_not_exist(source: Path) -> None:
+    assert missing_files(source, ["src/app.py", "tests/test_app.py", "README"]) == ["tests/test_app.py"]
+
+
+def test_verify_matches_stdout_alone_where_the_key_says_stdout(tmp_path: Path) -> None:
+    specs = [
+        VerifySpec("echo ok >&2", line=1, stdout_contains=("ok",)),  # on stderr only: not in stdout
+        VerifySpec("echo ok >&2", line=2, contains=("ok",)),  # contains: stdout and stderr
+        VerifySpec("echo bad", line=3, stdout_not_contains=("bad",)),
+        VerifySpec("exit 4", line=4),
+    ]
+    results, stopped = run_verify(specs, [s.run for s in specs], tmp_path, dict(os.environ), deadline(), None)
+
+    assert stopped is None
+    assert [(r.passed, r.reason) for r in results] == [
+        (False, "missing_contains"),
+        (True, None),
+        (False, "unexpected_text"),
+        (False, "exit"),
+    ]
+
+
+def test_a_command_past_its_own_timeout_fails_and_the_next_one_runs(tmp_path: Path) -> None:
+    specs = [VerifySpec("sleep 30", line=1, timeout_s=0.5), VerifySpec("true", line=2, shell="sh")]
+
+    results, stopped = run_verify(specs, [s.run for s in specs], tmp_path, dict(os.environ), deadline(), None)
+
+    assert stopped is None
+    assert [(r.passed, r.reason) for r in results] == [(False, "timeout"), (True, None)]

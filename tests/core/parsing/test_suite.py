@@ -230,9 +230,67 @@ def test_the_seeds_ship_gates_in_readme_are_valid(tmp_path: Path) -> None:
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     start = readme.index("gates:\n  - name: no variant disqualifier")
     gates = readme[start : readme.index("```", start)]
-    text = f"---\nexec: x\narms: {{variant: {{}}, bare: {{}}}}\n{gates}---\n| Name |\n|---|\n| F9-e2e |\n"
+    arms = "arms: {variant: {}, solo: {}, bare: {}}"
+    text = f"---\nexec: x\n{arms}\ncompare: [variant, bare]\n{gates}---\n| Name |\n|---|\n| F9-e2e |\n"
 
     rows = parse_file(write(tmp_path, text)).rows
 
     assert rows[0].ab is not None
-    assert [g.severity for g in rows[0].ab.suite.gates] == ["hard", "hard", "hard", "hard", "soft"]
+    assert [g.severity for g in rows[0].ab.suite.gates] == ["hard", "hard", "hard", "hard", "soft", "soft"]
+
+
+CHECKS = """
+---
+arms: {variant: {exec: a}, bare: {exec: b}}
+workspace: repo
+verify:
+  - run: node cli.js
+    stdoutContains: [ok]
+    stdoutNotContains: [undefined]
+required_files: [cli.js, {path: tests/flag.test.js, rows: [F1]}]
+max_deps_added: 0
+disqualify: [arm_failed, verify_failed]
+---
+
+| Name |
+|---|
+| F1 |
+| F2 |
+"""
+
+
+def test_required_files_deps_and_disqualifying_outcomes_are_checks_of_each_case(tmp_path: Path) -> None:
+    rows = matrix(tmp_path, CHECKS).rows
+
+    f1, f2 = rows[0].ab, rows[2].ab
+    assert f1 is not None and f2 is not None
+    assert f1.checks.required_files == ("cli.js", "tests/flag.test.js")
+    assert f2.checks.required_files == ("cli.js",)  # the test file is required of F1 only
+    assert (f1.checks.max_deps_added, f1.suite.disqualify) == (0, ("verify_failed", "arm_failed"))
+    (verify,) = f1.checks.verify
+    assert (verify.stdout_contains, verify.stdout_not_contains, verify.contains) == (("ok",), ("undefined",), ())
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("verification_commands: []", "verification_commands: unknown suite key 'verification_commands' (seed 04's"),
+        ("forbidden_patterns: []", "forbidden_patterns: unknown suite key 'forbidden_patterns' .* use forbidden"),
+        ("max_deps_added: -1", "max_deps_added: must be a whole number >= 0, got -1"),
+        ("disqualify: [judged_badly]", "disqualify: unknown rule 'judged_badly' (known: verify_failed, arm_failed"),
+        ("accept_missing: yes please", "accept_missing: must be true or false"),
+    ],
+)
+def test_seed_04_names_that_are_not_suite_keys_are_errors_naming_the_key(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    text = f"---\narms: {{a: {{}}, b: {{}}}}\nworkspace: repo\n{line}\n---\n| Name |\n|---|\n| F1 |\n"
+    pattern = message.replace("(", r"\(").replace("[", r"\[") if ".*" not in message else message
+    with pytest.raises(FixtureError, match=r"suite.md:\d+: " + pattern):
+        parse_file(write(tmp_path, text))
+
+
+def test_an_arms_input_needs_a_devlyn_folder(tmp_path: Path) -> None:
+    text = "---\narms: {a: {input: spec}, b: {}}\n---\n| Name |\n|---|\n| F1 |\n"
+    with pytest.raises(FixtureError, match="arms.a.input: names a case document, which only a suite with devlyn: has"):
+        parse_file(write(tmp_path, text))
