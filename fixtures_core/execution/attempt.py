@@ -4,8 +4,8 @@ Everything the attempt produced is written to its own evidence folder under
 the run (``attempts/CASE/ARM/SAMPLE/``, the prompt the arm was given as
 ``input.md``) and is visible to the row's CEL as ``diff``, ``changed_files``,
 ``verify``, ``verify_score``, ``findings`` and ``disqualified``. After the
-arm: forbidden patterns and files, required files, new dependencies,
-verification, oracles, the arm's own verdict, and the suite's disqualifying
+arm: forbidden patterns and files, oracles, verification, required files,
+new dependencies, the arm's own verdict, and the suite's disqualifying
 outcomes (``SuiteSpec.disqualify``) make the attempt's findings. A dry run prepares the workspace, runs setup and
 verification, and never starts the arm; its samples are SKIP ("dry run"),
 as is every sample of a row outside an A/B suite, which runs nothing at all.
@@ -234,28 +234,30 @@ def _inspect(
     trail: _Trail,
     arm: Execution,
 ) -> tuple[Attempt, Mapping[str, object], Execution | None]:
-    """Capture the diff, check it and the workspace, run verification and oracles: the (masked)
-    record, the (real) CEL variables, and an execution that stopped verification early."""
+    """Capture the diff and check it, run the oracles, verification, then check the files left and new
+    dependencies (run-fixture.sh's order): the (masked) record, the (real) CEL variables, and an
+    execution that stopped verification early."""
     assert row.ab is not None
     checks = row.ab.checks
     changes: Changes = capture(workspace)
     trail.text("diff.patch", changes.diff)
     trail.text("changed-files.txt", "".join(f"{f}\n" for f in changes.files))
     findings = list(scan(changes, checks.forbidden, checks.forbidden_files))
+    check_env = {**env, **checks.verify_env}
+    if checks.oracles:  # before verification, which may touch files, as run-fixture.sh runs them
+        oracle_values = {**values, EXPECTED_NAME: checks.documents.get("expected", "")}
+        argvs = [[render(part, oracle_values) for part in oracle.argv] for oracle in checks.oracles]
+        findings += run_oracles(checks.oracles, argvs, workspace.path, check_env, workspace.deadline, containment)
+    started = time.monotonic()
+    commands = [render(v.run, values) if v.templated else v.run for v in checks.verify]
+    results, stopped = run_verify(checks.verify, commands, workspace.path, check_env, workspace.deadline, containment)
+    trail.timing["verify_ms"] = ms_since(started)
+    # After verification, as run-fixture.sh checks them: what is on disk and in package.json then.
     findings += [
         Finding("disqualifier", f"required file {path} is missing", path, kind="required_file", source=path)
         for path in missing_files(workspace.path, checks.required_files)
     ]
     deps = _dependencies(workspace, checks.max_deps_added, findings)
-    check_env = {**env, **checks.verify_env}
-    started = time.monotonic()
-    commands = [render(v.run, values) if v.templated else v.run for v in checks.verify]
-    results, stopped = run_verify(checks.verify, commands, workspace.path, check_env, workspace.deadline, containment)
-    trail.timing["verify_ms"] = ms_since(started)
-    if stopped is None and checks.oracles:
-        oracle_values = {**values, EXPECTED_NAME: checks.documents.get("expected", "")}
-        argvs = [[render(part, oracle_values) for part in oracle.argv] for oracle in checks.oracles]
-        findings += run_oracles(checks.oracles, argvs, workspace.path, check_env, workspace.deadline, containment)
     score = verify_score(results)
     if not record.dry_run:  # no arm ran: nothing it did can disqualify it
         findings += _rule_findings(row, workspace, arm, record.arm_timed_out, results, score)
