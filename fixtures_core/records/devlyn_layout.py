@@ -7,7 +7,8 @@ and ``summary.json``. An assay run of a devlyn suite writes the same below
 its own folder, ``.assay/runs/<run-id>/results/``, from its attempts (the
 first sample of each arm: devlyn's harness runs one) and its ship-gate
 outcome, so devlyn's ``compile-report``-style consumers and ``ship-gate.py``
-can read it. ``run.json`` stays assay's record of the run.
+can read it, and ``fixture-rotation-candidates.json`` when fixtures are
+saturated (seed 04's rotation policy). ``run.json`` stays assay's record.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def write_results(run_dir: Path, evidence_dir: Path, run: RunResult, specs: Sequ
             for case in suite.cases:
                 _copy_judge(run_dir, results / case.name, case)
             _json(results / "summary.json", summary_document(suite, run))
+            if suite.rotation_candidates:
+                _json(results / "fixture-rotation-candidates.json", rotation_document(suite))
 
 
 def _write_arm(results: Path, evidence_dir: Path, spec: RowSpec, row: RowResult, run_id: str) -> None:
@@ -126,6 +129,14 @@ def summary_document(suite: SuiteOutcome, run: RunResult) -> dict[str, object]:
             "hard_floor_violations": suite.hard_floor_violations,
             "ship_gate": suite.verdict,
         },
+    }
+
+
+def rotation_document(suite: SuiteOutcome) -> dict[str, object]:
+    """Seed 04's rotation policy: the saturated fixtures, for a person to replace with harder ones."""
+    return {
+        "candidates": list(suite.rotation_candidates),
+        "reason": f"every arm scored above 95 in this run and in {suite.baseline} (saturation)",
     }
 
 
