@@ -360,11 +360,7 @@ def _texts(expected: Mapping[str, object], key: str, path: str) -> tuple[str, ..
 
 def _command(item: object, path: str, index: int) -> VerifySpec:
     field = f"verification_commands[{index}]"
-    if not isinstance(item, dict) or not isinstance(item.get("cmd"), str):
-        raise FixtureError(path, None, "must be an object with cmd (a shell command)", field)
-    unknown = sorted(set(map(str, item)) - set(COMMAND_KEYS))
-    if unknown:
-        raise FixtureError(path, None, f"unknown key (known: {', '.join(COMMAND_KEYS)})", f"{field}.{unknown[0]}")
+    item = _entry(item, path, field, "cmd", "a shell command", COMMAND_KEYS)
     exit_code = item.get("exit_code", 0)
     if isinstance(exit_code, bool) or not isinstance(exit_code, int):
         raise FixtureError(path, None, f"must be a whole number, got {exit_code!r}", f"{field}.exit_code")
@@ -372,7 +368,7 @@ def _command(item: object, path: str, index: int) -> VerifySpec:
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 600:
         raise FixtureError(path, None, f"must be a whole number from 1 to 600, got {timeout!r}", f"{field}.timeout_sec")
     return VerifySpec(
-        run=item["cmd"],
+        run=str(item["cmd"]),
         line=index + 1,
         exit_code=exit_code,
         stdout_contains=_strings(item, "stdout_contains", path, field),
@@ -381,6 +377,16 @@ def _command(item: object, path: str, index: int) -> VerifySpec:
         shell="sh",
         templated=False,
     )
+
+
+def _entry(item: object, path: str, field: str, key: str, what: str, known: tuple[str, ...]) -> dict[str, object]:
+    """An entry of an expected.json list: an object holding ``key`` (text), with no key it does not know."""
+    if not isinstance(item, dict) or not isinstance(item.get(key), str):
+        raise FixtureError(path, None, f"must be an object with {key} ({what})", field)
+    unknown = sorted(set(map(str, item)) - set(known))
+    if unknown:
+        raise FixtureError(path, None, f"unknown key (known: {', '.join(known)})", f"{field}.{unknown[0]}")
+    return {str(k): v for k, v in item.items()}
 
 
 def _strings(item: Mapping[str, object], key: str, path: str, field: str) -> tuple[str, ...]:
@@ -395,13 +401,9 @@ _SEVERITIES: Mapping[str, Severity] = {"disqualifier": "disqualifier", "warning"
 
 def _pattern(item: object, path: str, index: int) -> ForbiddenPattern:
     field = f"forbidden_patterns[{index}]"
-    if not isinstance(item, dict) or not isinstance(item.get("pattern"), str):
-        raise FixtureError(path, None, "must be an object with pattern (a regular expression)", field)
-    unknown = sorted(set(map(str, item)) - set(PATTERN_KEYS))
-    if unknown:
-        raise FixtureError(path, None, f"unknown key (known: {', '.join(PATTERN_KEYS)})", f"{field}.{unknown[0]}")
+    item = _entry(item, path, field, "pattern", "a regular expression", PATTERN_KEYS)
     try:
-        re.compile(item["pattern"])
+        re.compile(str(item["pattern"]))
     except re.error as exc:
         raise FixtureError(path, None, f"invalid regular expression: {exc}", f"{field}.pattern") from None
     severity = item.get("severity", "warning")
@@ -412,7 +414,7 @@ def _pattern(item: object, path: str, index: int) -> ForbiddenPattern:
     files = _strings(item, "files", path, field)
     description = item.get("description", "")
     return ForbiddenPattern(
-        pattern=item["pattern"],
+        pattern=str(item["pattern"]),
         line=index + 1,
         severity=_SEVERITIES[str(severity)],
         description=description if isinstance(description, str) else "",
