@@ -26,7 +26,13 @@ _MARK_STYLE = {"informational": "dim", "fail": "red", "error": "magenta", "not_e
 
 
 def render(run: RunResult, console: Console) -> None:
-    """Print the whole terminal report of a run."""
+    """Print the whole terminal report of a run: its body, then the verdict line, which ends it."""
+    render_body(run, console)
+    console.print(verdict_line(run))
+
+
+def render_body(run: RunResult, console: Console) -> None:
+    """Print the report of a run up to its verdict line (tables, failures, suites, the comparison)."""
     console.print(rows_table(run))
     metrics = metrics_table(run)
     if metrics is not None:
@@ -46,7 +52,6 @@ def render(run: RunResult, console: Console) -> None:
     note = describe.no_comparison_note(run)
     if note:
         console.print("\n" + note, style="magenta")
-    console.print(verdict_line(run))
 
 
 def rows_table(run: RunResult) -> Table:
