@@ -228,10 +228,7 @@ def _report(
     """
     if json_path is not None:
         _write_json_copy(json_path, run)
-    terminal.render_body(run, out)
-    if before_verdict is not None:
-        before_verdict()
-    out.print(terminal.verdict_line(run))
+    terminal.render(run, out, before_verdict)
     for link in links:
         out.print(f"Prefect flow run: {link}", soft_wrap=True)
 
