@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_math, ext_optional, ext_strings
+from google.protobuf.wrappers_pb2 import StringValue
 
 from fixtures_core.errors import CelError
 from fixtures_core.limits import MAX_STDOUT_JSON_DEPTH, loads_json
@@ -95,15 +96,26 @@ def declarable_properties(names: Iterable[str]) -> frozenset[str]:
 class Program:
     """A compiled CEL expression, ready to evaluate against sample contexts."""
 
-    def __init__(self, expression: str, compiled: cel.Expression) -> None:
+    def __init__(self, expression: str, compiled: cel.Expression, properties: frozenset[str] = frozenset()) -> None:
         self.expression = expression
         self._compiled = compiled
+        self._properties = properties
         self.uses_json = bool(re.search(r"\bjson\b", expression))
 
     def evaluate(self, context: Mapping[str, object]) -> CelValue:
-        """Evaluate; an engine error becomes ``CelValue(error=...)``."""
+        """Evaluate; an engine error becomes ``CelValue(error=...)``. Strings holding NUL reach the
+        engine whole (``whole``); where they cannot (a map key), the evaluation is an error saying so."""
         try:
-            result = self._compiled.eval(data={name: whole(value) for name, value in context.items()})
+            data = {name: whole(value) for name, value in context.items()}
+        except NulKeyError as exc:
+            return CelValue(error=str(exc))
+        try:
+            compiled = self._compiled
+            if any(isinstance(data.get(name), StringValue) for name in _STRING_VARIABLES):
+                # stdout (say) holds a NUL: the engine takes it only as a wrapped string, which a
+                # variable declared ``string`` refuses; the same expression, those variables dyn.
+                compiled = _compile_carrying(self.expression, self._properties)
+            result = compiled.eval(data=data)
         except Exception as exc:  # the engine raises on conversion problems of inputs
             return CelValue(error=_clean_runtime_error(str(exc)))
         if result.type() == cel.Type.ERROR:
@@ -117,17 +129,27 @@ class Program:
             return CelValue(error=_unconvertible(str(result)))
 
 
-# The engine ends a string at its first NUL (a C string): ``printf 'ok\0 LEAKED'`` would pass
-# ``!stdout.contains("LEAKED")``. U+2400 (SYMBOL FOR NULL) keeps the rest and the length in code points.
-NUL_STAND_IN = "\u2400"
+# The engine's Python binding ends a plain string at its first NUL (a C string): ``printf 'ok\0 LEAKED'``
+# would pass ``!stdout.contains("LEAKED")``. A string wrapped in a ``google.protobuf.StringValue``
+# reaches the engine whole, NUL and all, and CEL reads it as a string: such strings go in wrapped.
+_STRING_VARIABLES = frozenset(name for name, kind in BUILTIN_VARIABLES.items() if kind == cel.Type.STRING)
+
+
+class NulKeyError(ValueError):
+    """A map key holding a NUL byte: the engine cannot carry it (a key cannot be wrapped)."""
 
 
 def whole(value: object) -> object:
-    """``value`` with every NUL in its strings (also inside lists and maps) replaced by ``NUL_STAND_IN``."""
+    """``value`` for the engine, exactly: every string holding a NUL (also inside lists and maps) as a
+    ``StringValue``; a map key holding one raises NulKeyError, never a quietly shortened key."""
     if isinstance(value, str):
-        return value.replace("\0", NUL_STAND_IN) if "\0" in value else value
+        return StringValue(value=value) if "\0" in value else value
     if isinstance(value, dict):
-        return {whole(key): whole(item) for key, item in value.items()}
+        for key in value:
+            if isinstance(key, str) and "\0" in key:
+                shown = key.replace("\0", "\\x00")
+                raise NulKeyError(f"the map key '{shown[:60]}' holds a NUL byte, which CEL cannot be given exactly")
+        return {key: whole(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [whole(item) for item in value]
     return value
@@ -184,12 +206,21 @@ def _compile(expression: str, properties: frozenset[str]) -> Program:
         compiled = _environment(properties).compile(expression)
     except Exception as exc:
         raise CelError(expression, _clean_compile_error(expression, str(exc))) from None
-    return Program(expression, compiled)
+    return Program(expression, compiled, properties)
 
 
 @lru_cache(maxsize=256)
-def _environment(properties: frozenset[str]) -> cel.Env:
+def _compile_carrying(expression: str, properties: frozenset[str]) -> cel.Expression:
+    """``expression`` compiled with the string variables dyn, so that they can take wrapped strings
+    (it compiled with them as strings, so it compiles here too)."""
+    return _environment(properties, carrying=True).compile(expression)
+
+
+@lru_cache(maxsize=256)
+def _environment(properties: frozenset[str], carrying: bool = False) -> cel.Env:
     variables = dict(BUILTIN_VARIABLES)
+    if carrying:
+        variables.update({name: cel.Type.DYN for name in _STRING_VARIABLES})
     variables.update({name: cel.Type.DYN for name in properties})
     return cel.NewEnv(
         variables=variables,

@@ -74,3 +74,11 @@ class ApiWatch:
             return None
         how = "refused every connection" if seen == "refused" else "did not answer"
         return f"lost the Prefect API at {self.api_url}: it {how} for {now - since:.0f} s"
+
+    def gone_now(self) -> str | None:
+        """One probe now: why the API is not there (``lost the Prefect API at URL: ...``), or None."""
+        seen = self._probe(self.api_url)
+        if seen == "up":
+            return None
+        how = "refused the connection" if seen == "refused" else "did not answer"
+        return f"lost the Prefect API at {self.api_url}: it {how} as the run ended"

@@ -72,7 +72,7 @@ from fixtures_core.records.store import new_run_id  # noqa: E402
 from fixtures_core.reports import describe, markdown  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
-from fixtures_core.runs.close import RunStop, complete, complete_from_evidence, record, run_stop  # noqa: E402
+from fixtures_core.runs.close import RunStop, complete, complete_from_evidence, run_stop  # noqa: E402
 from fixtures_core.runs.options import RunOptions, settings_for, store_for  # noqa: E402
 from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
@@ -566,7 +566,7 @@ def run_with_prefect(
     logging.raiseExceptions = False
     with _LIVE_LOCK:
         # The caller's signal handler stops the given containment, and the caller closes it.
-        _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)
+        live = _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)
     updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
     if backend is not None and backend.api_url:
         updates["api.url"] = backend.api_url
@@ -602,7 +602,7 @@ def run_with_prefect(
         while not finished.wait(timeout=0.2):
             lost = watch.lost() if watch is not None else None
             if lost is not None:
-                return _closed_without_api(launch, lost)
+                return _closed_without_api(launch, lost, live)
     except BaseException:
         # A second interrupt stopped every sample at once: the flow closes the run within moments;
         # if it cannot (its API is slow or gone), the run is closed here, so that it has its run.json.
@@ -610,32 +610,49 @@ def run_with_prefect(
             _close_here(launch, RunStop("cancelled", "interrupted: every sample was killed at once"))
         raise
     if "error" in outcome:
-        raise api_failure(outcome["error"], backend) or outcome["error"]
-    return cast(RunResult, outcome["run"])
+        failure = api_failure(outcome["error"], backend)
+        closed = live.recorder.wait_closed(timeout=0) if failure is not None and live.recorder is not None else None
+        if closed is not None:  # the API failed after run.json was written: that is the run's answer
+            return _recorded_without_api(launch, str(failure), closed)
+        raise failure or outcome["error"]
+    run = cast(RunResult, outcome["run"])
+    gone = watch.gone_now() if watch is not None else None
+    # The flow returned, but its last states, logs and artifacts may not have reached a gone API.
+    return _recorded_without_api(launch, gone, run) if gone is not None else run
 
 
-def _closed_without_api(launch: Launch, lost: str) -> RunResult:
-    """The run closed here, ERR, when its Prefect API went away: samples stopped, the rows that
-    finished kept, the others ERR with the finished samples (``--resume`` runs them again), and
-    run.json written, so that the report, the run document and the exit code agree. The flow's
-    thread is left waiting on the API; the process exits without waiting for it."""
+def _closed_without_api(launch: Launch, lost: str, live: _LiveRun) -> RunResult:
+    """The run when its Prefect API went away. Once its run.json is written (every row finished and
+    the flow closed it), that is the answer: the report prints, the exit code is its verdict's, and a
+    warning says that the Prefect record may be incomplete. Before that it is closed here, ERR:
+    samples stopped, the rows that finished kept, the others ERR with the finished samples
+    (``--resume`` runs them again), and run.json written, so that the report, the run document and
+    the exit code agree. The flow's thread is left waiting on the API; the process exits without
+    waiting for it. ``live`` is the run's, held by the caller: the flow lets go of it as it returns."""
     _API_LOST.set()
-    live = _live_here(launch.run_id)
-    if live is None or live.recorder is None:  # the flow never opened the run: nothing ran
+    if live.recorder is None:  # the flow never opened the run: nothing ran
         raise ServerError(f"{lost}; nothing ran: check it (`assay server status`) and run again")
     if live.recorder.reserve_close():  # this thread writes the run's document; the flow's finalize waits
         live.containment.cancel()
         order, stop = baselines_first(launch.plan.matrix.rows), RunStop("crashed", lost)
         planned = launch.plan
         return complete_from_evidence(live.recorder, launch.options, order, stop, planned.baseline, live.containment)
-    # The flow was closing the run when the API went: its verdict, marked as not delivered.
-    run = live.recorder.wait_closed(timeout=_CLOSE_GRACE_S)
+    run = live.recorder.wait_closed(timeout=_CLOSE_GRACE_S)  # the flow closed it, or is closing it
     if run is None:
         raise ServerError(f"{lost} while the run closed: check it (`assay server status`) and resume the run")
-    was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
-    marked = replace(run, status="ERR", error=f"{lost}, after the run closed{was}", stopped="crashed")
-    record(marked, launch.options, store=store_for(launch.options))
-    return marked
+    return _recorded_without_api(launch, lost, run)
+
+
+def _recorded_without_api(launch: Launch, lost: str, run: RunResult) -> RunResult:
+    """A run whose run.json was written before its API went away, as written, with one warning."""
+    _API_LOST.set()
+    if launch.say is not None:
+        document = store_for(launch.options).run_file(run.run_id)
+        launch.say(
+            f"warning: {lost}, after the run was recorded ({document}): its verdict stands; the Prefect "
+            "record of the run (its flow run's state, logs and artifacts) may be incomplete"
+        )
+    return run
 
 
 def _close_here(launch: Launch, stop: RunStop) -> RunResult | None:

@@ -9,9 +9,11 @@ any of them ends in exit 2.
 from __future__ import annotations
 
 from flows.interrupts import guard_start_up
+from flows.streams import fill_closed
 
 if __name__ == "__main__":  # ``python -m flows.run``: an interrupt during the slow imports below exits 2, quietly
     guard_start_up()
+    fill_closed()
 
 import importlib.util
 import os
@@ -43,6 +45,7 @@ from fixtures_core.spec import Matrix
 from fixtures_core.text import counted
 from flows.interrupts import Interrupted, InterruptGuard, exit_now
 from flows.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
+from flows.streams import GuardedStream, failure_line, guarded
 
 if TYPE_CHECKING:
     from flows.server import Backend
@@ -75,25 +78,10 @@ DASK_HELP = "Run the samples on this Dask scheduler, or 'local' for a LocalClust
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 
 
-class OutputClosed(Exception):
-    """Standard output was closed by its reader (``assay run X | head``): a broken pipe."""
-
-
-class _ReportConsole(Console):
-    """Rich's console, except that a closed stdout raises ``OutputClosed`` instead of ``SystemExit(1)``
-    (which would turn any verdict into a silent exit 1)."""
-
-    def on_broken_pipe(self) -> None:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # later writes, and the interpreter's last flush, go nowhere
-        os.close(devnull)
-        raise OutputClosed
-
-
-out = _ReportConsole(highlight=False, markup=False)  # names and labels are text, never markup
+out = Console(highlight=False, markup=False)  # names and labels are text, never markup
 if not out.is_terminal and "COLUMNS" not in os.environ:
     # CI logs: wide enough for the table, never wrapped at 80
-    out = _ReportConsole(highlight=False, markup=False, width=120)
+    out = Console(highlight=False, markup=False, width=120)
 err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 # Click's exceptions: recent typer releases vendor their own copy of click, with their own classes.
 _CLICK_ERRORS: tuple[type[Exception], ...] = (
@@ -167,7 +155,11 @@ def run_command(
         bool, typer.Option("--dry-run", help="A/B suites: prepare workspaces, run setup and verify; no arm, no judge.")
     ] = False,
     bless: Annotated[
-        bool, typer.Option("--bless", help="Bless the run as 'shipped' when its verdict is PASS.")
+        bool,
+        typer.Option("--bless", help="Bless the run as 'shipped' when its verdict is PASS and it did not regress."),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --bless: bless the run even when it failed, errored or regressed.")
     ] = False,
     judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the judge's blind A/B labels.")] = None,
@@ -181,6 +173,8 @@ def run_command(
         raise UsageError(f"--progress-interval must be > 0 and at most {most} seconds, got {progress_interval:g}")
     if bless and dry_run:
         raise UsageError("--bless: a dry run scores nothing and cannot become a baseline")
+    if force and not bless:
+        raise UsageError("--force goes with --bless (it blesses a run that failed, errored or regressed)")
     if not paths and resume is None:
         raise click.UsageError("give at least one PATH (a fixture file or folder), or --resume RUN")
     options = RunOptions(
@@ -208,13 +202,8 @@ def run_command(
         if guard.interrupted:  # a signal while the run closed (finalize): it did not finish cleanly
             run = _recorded_as_interrupted(run, options, guard.received[0])
         _closing[:] = [(run, options)]
-        try:
-            _report(run, json_path, links)
-        except OutputClosed:  # the answer is the exit code and the run document: both stand
-            document = store_for(options).run_file(run.run_id)
-            err.print(f"assay: standard output was closed (broken pipe); the report is in {document}")
-        if bless and not guard.interrupted:
-            _bless_if_passed(run, out_dir)
+        blessing = (lambda: _bless_if_passed(run, out_dir, force)) if bless else None
+        _report(run, json_path, links, before_verdict=blessing)
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
         _closing[:] = [(_recorded_as_interrupted(run, options, interrupt.signal_name), options)]
         raise
@@ -227,22 +216,33 @@ def _check_json_path(json_path: Path | None) -> None:
         check_writable("--json", json_path)
 
 
-def _report(run: RunResult, json_path: Path | None, links: Sequence[str] = ()) -> None:
-    """Write ``--json``, print the terminal report and the flow run's address in the Prefect UI."""
+def _report(
+    run: RunResult,
+    json_path: Path | None,
+    links: Sequence[str] = (),
+    before_verdict: Callable[[], None] | None = None,
+) -> None:
+    """Write ``--json``, print the terminal report and the flow run's address in the Prefect UI.
+
+    ``before_verdict`` prints its lines (``--bless``'s) before the verdict line, which ends the report.
+    """
     if json_path is not None:
         _write_json_copy(json_path, run)
-    terminal.render(run, out)
+    terminal.render(run, out, before_verdict)
     for link in links:
         out.print(f"Prefect flow run: {link}", soft_wrap=True)
 
 
-def _bless_if_passed(run: RunResult, out_dir: str) -> None:
-    """``run --bless``: bless a PASS run as 'shipped'; say why another is not blessed."""
-    refusal = bless_refusal(run)
-    if refusal is not None:
-        out.print(f"not blessed: {refusal}")
+def _bless_if_passed(run: RunResult, out_dir: str, force: bool = False) -> None:
+    """``run --bless``: bless a PASS run that did not regress as 'shipped' (any run with ``force``);
+    say why another is not blessed. An interrupted command blesses nothing."""
+    if _guard().interrupted:
         return
-    target = Store(Path(out_dir)).bless(run.run_id, SHIPPED)
+    refusal = bless_refusal(run)
+    if refusal is not None and not force:
+        out.print(f"not blessed: {refusal} (--force blesses it anyway)", soft_wrap=True)
+        return
+    target = Store(Path(out_dir)).bless(run.run_id, SHIPPED, force=True)
     out.print(f"blessed {run.run_id} as '{SHIPPED}': {target}", soft_wrap=True)
 
 
@@ -375,9 +375,10 @@ def bless_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = SHIPPED,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
-    force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR or dry run anyway.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR, regressed or dry run anyway.")] = False,
 ) -> None:
-    """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS unless --force."""
+    """Promote a run to a named baseline (``--baseline NAME`` then finds it); only a PASS that did not
+    regress, unless --force."""
     target = Store(Path(out_dir)).bless(run_ref, name, force=force)
     out.print(f"blessed {run_ref} as '{name}': {target}", soft_wrap=True)
 
@@ -406,6 +407,7 @@ def rejudge_command(
         rejudged = rejudge(run_ref, options, containment)
     for warning in rejudged.warnings:
         err.print(f"warning: {warning}")
+    _closing[:] = [(rejudged.run, options)]
     _report(rejudged.run, json_path)
     raise Exit(2 if _guard().interrupted else rejudged.run.verdict.exit_code)
 
@@ -524,28 +526,39 @@ def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
     guard.install()
     _guards.append(guard)
     _closing.clear()
-    try:
+    # A closed, full or broken stdout or stderr never changes the exit code (``flows.streams``).
+    with guarded(keep=last) as (stdout, _stderr):
         try:
-            code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
-            guard.returned()  # a signal from here on is recorded, not raised: nothing would catch it
-        except Interrupted as interrupt:  # raised past every handler of the command: after its report
-            guard.returned()
-            code = _ended_by(interrupt)
-        if last and guard.stopped_at_once:
-            # Stopped at once: the run's threads may still be inside C extensions, and interpreter
-            # shutdown would tear them down mid-call (an abort, not exit 2). Every sample is dead;
-            # the watchdog stops what assay started besides (a temporary Prefect server).
-            exit_now(code=2)
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-    finally:
-        _guards.remove(guard)
-        if last:
-            guard.exiting()
-        else:
-            guard.restore()
+            try:
+                code = _invoke(lambda: app(args=args, prog_name="assay", standalone_mode=False), args)
+                guard.returned()  # a signal from here on is recorded, not raised: nothing would catch it
+            except Interrupted as interrupt:  # raised past every handler of the command: after its report
+                guard.returned()
+                code = _ended_by(interrupt)
+            _say_what_output_lost(stdout)
+            if last and guard.stopped_at_once:
+                # Stopped at once: the run's threads may still be inside C extensions, and interpreter
+                # shutdown would tear them down mid-call (an abort, not exit 2). Every sample is dead;
+                # the watchdog stops what assay started besides (a temporary Prefect server).
+                exit_now(code=2)
+        finally:
+            _guards.remove(guard)
+            if last:
+                guard.exiting()
+            else:
+                guard.restore()
     # Read after the guard changed hands: a signal until then is counted here, one after it exits 2 at once.
     return 2 if guard.interrupted else code
+
+
+def _say_what_output_lost(stdout: GuardedStream) -> None:
+    """One line on stderr when the report could not be written whole (and where the run's is)."""
+    stdout.flush()
+    lost = failure_line(stdout)
+    if lost is None:
+        return
+    recorded = f"; the report is in {store_for(_closing[0][1]).run_file(_closing[0][0].run_id)}" if _closing else ""
+    err.print(f"assay: {lost}{recorded}", soft_wrap=True)
 
 
 def module_main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:
@@ -579,9 +592,6 @@ def _invoke(call: Callable[[], object], args: Sequence[str] = ()) -> int:
     except KeyboardInterrupt:
         err.print("error: interrupted")
         return 2
-    except OutputClosed:  # e.g. `assay history | head -1`: what was read is what was wanted
-        err.print("assay: standard output was closed (broken pipe)")
-        return 0
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         err.print(f"error: {where}{exc.strerror or exc}")

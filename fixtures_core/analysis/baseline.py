@@ -165,6 +165,7 @@ class Comparison:
     warnings: tuple[str, ...]
     error: str | None = None
     still_failing: tuple[str, ...] = ()  # ids of rows that failed in the baseline and fail now: reported, not gating
+    baseline_run: str | None = None  # the baseline's run id (older run documents have none)
 
 
 def check_tolerance(value: float) -> float:
@@ -218,6 +219,7 @@ def compare(
         rates[0] = _with_note(rates[0], f"baseline over the {_count(ran)} both runs ran")
     regressed = any(c.gating for c in changes) or any(m.regressed for m in metrics) or any(r.regressed for r in rates)
     return Comparison(
+        baseline_run=baseline.run_id,
         baseline=baseline_path,
         tolerance=tolerance,
         regressed=regressed,

@@ -62,7 +62,7 @@ class Summary:
             failed=sum(r.status == "FAIL" for r in rows),
             errored=sum(r.status == "ERR" for r in rows),
             skipped=sum(r.status == "SKIP" for r in rows),
-            samples=sum(len(r.samples) for r in rows),
+            samples=sum(1 for r in rows for s in r.samples if s.status != "SKIP"),  # that ran: a dry run's none
         )
 
     @property

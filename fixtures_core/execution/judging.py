@@ -38,6 +38,7 @@ class SuiteJudging:
     seed: int
     judgments: tuple[Judgment, ...]
     provenance: str | None = None
+    command: tuple[str, ...] | None = None  # the judge's command as run, templates expanded (None: it differs per case)
 
 
 def suites_of(specs: Sequence[RowSpec]) -> list[SuiteSpec]:
@@ -81,7 +82,10 @@ def judge_suite(
         samples[case] = _complete_samples(ran) if len(ran) == len(arms) else {}
     cwd = next((spec.source_dir for spec in members), ".")
     judgments = judge_all(calls, samples, settings, containment)
-    return SuiteJudging(suite.file, judge, settings.seed, tuple(judgments), provenance_of(judge, cwd, containment))
+    commands = {call.argv for call in calls.values()}
+    command = commands.pop() if len(commands) == 1 else None
+    provenance = provenance_of(judge, cwd, containment)
+    return SuiteJudging(suite.file, judge, settings.seed, tuple(judgments), provenance, command)
 
 
 def _cases(members: Sequence[RowSpec]) -> dict[str, dict[str, RowSpec]]:

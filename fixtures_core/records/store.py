@@ -132,7 +132,7 @@ class Store:
 
     def bless(self, reference: str, name: str, force: bool = False) -> Path:
         """Promote a run to ``baselines/<name>.json``, in the current (shareable) form even when
-        the run file is older; a run whose verdict is not PASS, or a dry run, is refused unless ``force``."""
+        the run file is older; a run that is no baseline (``bless_refusal``) is refused unless ``force``."""
         run = load_run(self.resolve_run(reference))
         refusal = bless_refusal(run)
         if refusal is not None and not force:
@@ -157,9 +157,13 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def bless_refusal(run: RunResult) -> str | None:
-    """Why a run should not become a baseline, or None."""
+    """Why a run should not become a baseline, or None: a dry run, a run whose own verdict is not
+    PASS (a failed hard ship gate makes it FAIL), or one that regressed against its baseline."""
+    verdict = run.verdict
     if run.dry_run:
         return "it is a dry run (nothing was scored)"
     if run.status != "PASS":  # the run's own verdict: with a baseline a FAIL may still exit 0
-        return f"its verdict is {run.status} ({run.verdict.why})"
+        return f"its verdict is {run.status} ({verdict.why})"
+    if verdict.regressed:  # a PASS that regressed exits 1: the next run would pass against it
+        return f"it regressed against {verdict.baseline} (exit {verdict.exit_code})"
     return None

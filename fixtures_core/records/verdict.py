@@ -44,8 +44,11 @@ class Verdict:
     exit_code:    what the command exits with (module docstring).
     reasons:      why the run is not a plain PASS, one short phrase each (errors first).
     deciding:     ids of the FAIL rows that take part in the exit code: with a baseline, those that
-                  passed there (a pass -> fail always gates); without one, every FAIL row except an
+                  passed there (a pass -> fail always gates) and, when the run regressed, those new
+                  since it (they lowered the suite rates); without one, every FAIL row except an
                   arm row of a suite with a hard gate (its FAIL is evidence for the gates).
+    passed:       what decided a run with no reason against it, in words: its rows, or its suites'
+                  hard ship gates, and what did not count (arm rows that failed, soft gates that warned).
     """
 
     status: Status
@@ -56,6 +59,7 @@ class Verdict:
     exit_code: int
     reasons: tuple[str, ...]
     deciding: frozenset[str] = frozenset()
+    passed: str = "every row passed"
 
     @property
     def shown(self) -> str:
@@ -91,7 +95,7 @@ class Verdict:
             return "; ".join(self.reasons)
         if self.dry_run and self.status != "ERR":
             return "dry run: nothing was scored, the wiring held"
-        return "every row passed" + (f" and no regression against {self.baseline}" if self.regressed is False else "")
+        return self.passed + (f"; no regression against {self.baseline}" if self.regressed is False else "")
 
 
 def verdict_of(run: RunResult) -> Verdict:
@@ -115,7 +119,8 @@ def verdict_of(run: RunResult) -> Verdict:
     deciding = own
     if regressed is not None and compared is not None:
         broken = {(change.file, change.row) for change in compared.changes if change.gating}
-        deciding = [row for row in own if (row.file, row.name) in broken]
+        added = set(compared.added) if regressed else set()  # new failing rows lowered the rates that gated
+        deciding = [row for row in own if (row.file, row.name) in broken or row.id in added]
     return Verdict(
         status=status,
         dry_run=run.dry_run,
@@ -125,6 +130,7 @@ def verdict_of(run: RunResult) -> Verdict:
         exit_code=code,
         reasons=_reasons(run, own, failed_gates, regressed),
         deciding=frozenset(row.id for row in deciding),
+        passed=_passed(run, own),
     )
 
 
@@ -169,6 +175,37 @@ def _reasons(
     elif regressed is False and failed:
         found.append(f"no row that passed in {_baseline_name(run)} fails now")
     return tuple(found)
+
+
+def _passed(run: RunResult, own: Sequence[RowResult]) -> str:
+    """What decided a run that nothing failed, in words that hold: its rows, or its hard ship gates
+    (and then the arm rows that failed their own checks are named as evidence, never as passed)."""
+    gated = [suite for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)]
+    hard = [gate for suite in gated for gate in suite.gates if gate.severity == "hard"]
+    ids = {row.id for row in own}
+    evidence = [row for row in run.rows if row.status == "FAIL" and row.id not in ids]
+    ran = [row for row in run.rows if row.status != "SKIP"]
+    skipped = len(run.rows) - len(ran)
+    parts = []
+    if not evidence:
+        parts.append(
+            "every row passed" if not skipped else f"every row that ran passed ({counted(skipped, 'row')} skipped)"
+        )
+    if hard:
+        parts.append(f"the hard ship gate '{hard[0].name}' passed" if len(hard) == 1 else "every hard ship gate passed")
+    if evidence:
+        names = listed([f"'{row.name}'" for row in evidence])
+        their = "its" if len(evidence) == 1 else "their"
+        parts.append(f"{counted(len(evidence), 'arm row')} failed {their} own checks, evidence for the gates: {names}")
+    soft = [
+        "'" + gate.name + "'"
+        for suite in run.suites
+        for gate in suite.gates
+        if gate.severity == "soft" and gate.status == "fail"
+    ]
+    if soft:
+        parts.append(f"soft ship gate{'s' if len(soft) > 1 else ''} {listed(soft)} warned")
+    return "; ".join(parts)
 
 
 def _row_phrase(what: str, rows: Sequence[RowResult]) -> list[str]:

@@ -20,6 +20,7 @@ __all__ = [
     "FigureLine",
     "Mark",
     "RowLine",
+    "baseline_named",
     "comparison_lines",
     "still_failing_text",
     "text_lines",
@@ -122,6 +123,15 @@ def comparison_lines(comparison: Comparison) -> ComparisonLines:
         warnings=comparison.warnings,
         verdict="Regression against baseline" if comparison.regressed else "No regression against baseline",
     )
+
+
+def baseline_named(comparison: Comparison, name: object = None) -> str:
+    """The baseline as reports name it: the name it was given (``--baseline base``; else its file) and
+    its run's id, ``base (run ID)``."""
+    shown = name if isinstance(name, str) and name else comparison.baseline
+    if comparison.baseline_run is None or shown == comparison.baseline_run:
+        return shown
+    return f"{shown} (run {comparison.baseline_run})"
 
 
 def still_failing_text(names: tuple[str, ...]) -> str:

@@ -17,7 +17,7 @@ from typing import Literal
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
-from fixtures_core.text import excerpt
+from fixtures_core.text import counted, excerpt
 
 _EXCERPT_LINES = 4
 _EXCERPT_CHARS = 300
@@ -262,10 +262,10 @@ def answer(run: RunResult) -> str:
 
 
 def counts(run: RunResult) -> str:
-    """Rows by status and the number of samples."""
+    """Rows by status and the number of samples that ran (a dry run's: none, nothing was scored)."""
     s = run.summary
-    told = f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; {s.samples} samples"
-    return told + ("; nothing was scored" if run.dry_run else "")
+    told = f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; "
+    return told + counted(s.samples, "sample") + ("; nothing was scored" if run.dry_run else "")
 
 
 def no_comparison_note(run: RunResult) -> str | None:

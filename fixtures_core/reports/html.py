@@ -20,7 +20,7 @@ from fixtures_core.analysis.baseline import MetricDelta
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, plots
-from fixtures_core.reports.comparison import Mark, comparison_lines, still_failing_text
+from fixtures_core.reports.comparison import Mark, baseline_named, comparison_lines, still_failing_text
 from fixtures_core.reports.html_parts import Html, tr
 from fixtures_core.reports.html_suite import ab_sections
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
@@ -376,10 +376,11 @@ def _suite_row(name: str, figures: SuiteFigures) -> str:
 def _comparison_section(run: RunResult) -> str:
     comparison = run.comparison
     if comparison is None:
-        return ""
+        note = describe.no_comparison_note(run)  # an errored run with --baseline: no comparison verdict
+        return f'<h2 id="comparison">Comparison</h2><p class="gating">{escape(note)}</p>' if note else ""
     found = comparison_lines(comparison)
     title = (
-        f'<h2 id="comparison">Comparison with {escape(comparison.baseline)}</h2>'
+        f'<h2 id="comparison">Comparison with {escape(baseline_named(comparison, run.options.get("baseline")))}</h2>'
         f'<p class="muted">tolerance {found.tolerance}; <b class="gating">!</b> a gating line that '
         "regressed, · informational (never gates)</p>"
     )

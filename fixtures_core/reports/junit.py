@@ -30,7 +30,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from fixtures_core.records.rundoc import FixtureResult, RunResult
-from fixtures_core.records.verdict import Verdict
 from fixtures_core.reports.comparison import text_lines
 from fixtures_core.reports.describe import answer, failure, row_reason, sample_reason
 from fixtures_core.results import RowResult
@@ -62,8 +61,7 @@ def case_name(row: RowResult) -> str:
 
 def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
     package = _classname(fixture.file)
-    verdict = run.verdict
-    cases = [_case(row, package, verdict) for row in fixture.rows]
+    cases = [_case(row, package, run) for row in fixture.rows]
     suite = _testsuite(fixture.file, package, index, run, cases, sum(_row_ms(r) for r in fixture.rows))
     properties = ET.SubElement(suite, "properties")
     for name, value in _suite_properties(run, fixture):
@@ -99,7 +97,8 @@ def _testsuite(
     )
 
 
-def _case(row: RowResult, classname: str, verdict: Verdict) -> ET.Element:
+def _case(row: RowResult, classname: str, run: RunResult) -> ET.Element:
+    verdict = run.verdict
     case = ET.Element("testcase", {"name": case_name(row), "classname": classname, "time": _seconds(_row_ms(row))})
     if row.status == "PASS":
         return case
@@ -108,7 +107,7 @@ def _case(row: RowResult, classname: str, verdict: Verdict) -> ET.Element:
         ET.SubElement(case, "skipped", {"message": reason})
         return case
     if row.status == "FAIL" and row.id not in verdict.deciding:
-        why = _not_deciding(row, verdict)
+        why = _not_deciding(row, run)
         ET.SubElement(case, "skipped", {"message": excerpt(_clean(f"FAIL, {why}: {reason}"), _MESSAGE_CHARS)})
         return case
     tag = "failure" if row.status == "FAIL" else "error"
@@ -117,8 +116,13 @@ def _case(row: RowResult, classname: str, verdict: Verdict) -> ET.Element:
     return case
 
 
-def _not_deciding(row: RowResult, verdict: Verdict) -> str:
+def _not_deciding(row: RowResult, run: RunResult) -> str:
+    """Why a FAIL row takes no part in the exit code (``Verdict.deciding``)."""
+    verdict = run.verdict
     if verdict.regressed is not None:
+        if run.comparison is not None and row.id in run.comparison.added:  # the run did not regress
+            tolerance = f"{run.comparison.tolerance:g}"
+            return f"new since {verdict.baseline}; the suite rates it lowered stayed within the tolerance ({tolerance})"
         return f"not a regression against {verdict.baseline} (it did not pass there)"
     return "evidence for the ship gates, not the verdict"
 
@@ -148,8 +152,10 @@ def _verdict_suite(run: RunResult, index: int) -> ET.Element | None:
                 ET.SubElement(case, "failure", {"type": "GATE", "message": message})
             elif gate.status == "error":
                 ET.SubElement(case, "error", {"type": "GATE", "message": _clean(f"{message}: {gate.error}")})
-            elif gate.status == "fail" or gate.status == "not_evaluated":
+            elif gate.status == "fail":  # a soft gate
                 ET.SubElement(case, "skipped", {"message": f"{message} (a warning, never the verdict)"})
+            elif gate.status == "not_evaluated":  # a dry run, or a gate naming a case the run did not run
+                ET.SubElement(case, "skipped", {"message": _clean(f"{message}: not evaluated ({gate.error})")})
             cases.append(case)
     if not cases:
         return None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
-from fixtures_core.reports.comparison import ComparisonLines, comparison_lines, text_lines
+from fixtures_core.reports.comparison import ComparisonLines, baseline_named, comparison_lines, text_lines
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
 from fixtures_core.text import counted
 
@@ -48,7 +48,8 @@ def render(run: RunResult, document: str | Path | None = None) -> str:
         )
     if run.comparison is not None and compared is not None:
         verdict = compared.verdict or "comparison failed"
-        lines += _details(f"Comparison with {run.comparison.baseline}: {verdict}", fenced(text_lines(run.comparison)))
+        named = baseline_named(run.comparison, run.options.get("baseline"))
+        lines += _details(f"Comparison with {named}: {verdict}", fenced(text_lines(run.comparison)))
     note = describe.no_comparison_note(run)
     if note:
         lines += ["", note]
@@ -83,7 +84,7 @@ def answer_lines(run: RunResult, compared: ComparisonLines | None = None) -> lis
         ]
         told = compared.verdict or f"comparison failed: {compared.error}"
         lines.append(
-            f"- {escape(told)} ({escape(run.comparison.baseline)})"
+            f"- {escape(told)} ({escape(baseline_named(run.comparison, run.options.get('baseline')))})"
             + (f": {escape(', '.join(regressed))}" if regressed else "")
         )
     return [*lines, ""] if lines else []

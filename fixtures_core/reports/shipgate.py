@@ -66,12 +66,13 @@ def arm_cell(case: CaseOutcome, arm: str, dry_run: bool, mark: bool = True) -> s
 
 
 def summary_lines(suite: SuiteOutcome) -> list[str]:
-    """Suite averages, hard-floor violations, regression vs shipped: one ``label: value`` per line."""
+    """Suite averages, hard-floor violations, regression vs the saved run (``shipped`` unless the run named
+    another): one ``label: value`` per line."""
     pairs = [(f"Suite average {arm} score:", points(suite.averages.get(arm))) for arm in suite.arms]
     if suite.compare is not None:
         pairs.append(("Suite average margin:", points(suite.margin, sign=True)))
     pairs.append(("Hard-floor violations:", str(suite.hard_floor_violations)))
-    pairs.append(("Regression vs shipped:", regression_text(suite)))
+    pairs.append((f"Regression vs {suite.baseline or 'shipped'}:", regression_text(suite)))  # its own name and id
     width = max(len(label) for label, _value in pairs)
     return [f"{label.ljust(width)} {value}" for label, value in pairs]
 

@@ -6,7 +6,7 @@ and the run's ``status`` are the one definition).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -25,8 +25,17 @@ _STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _MARK_STYLE = {"informational": "dim", "fail": "red", "error": "magenta", "not_evaluated": "dim", "ok": "green"}
 
 
-def render(run: RunResult, console: Console) -> None:
-    """Print the whole terminal report of a run."""
+def render(run: RunResult, console: Console, before_verdict: Callable[[], None] | None = None) -> None:
+    """Print the whole terminal report of a run: its body, then the verdict line, which ends it
+    (``before_verdict`` prints what goes just before it, such as ``run --bless``'s line)."""
+    render_body(run, console)
+    if before_verdict is not None:
+        before_verdict()
+    console.print(verdict_line(run))
+
+
+def render_body(run: RunResult, console: Console) -> None:
+    """Print the report of a run up to its verdict line (tables, failures, suites, the comparison)."""
     console.print(rows_table(run))
     metrics = metrics_table(run)
     if metrics is not None:
@@ -46,7 +55,6 @@ def render(run: RunResult, console: Console) -> None:
     note = describe.no_comparison_note(run)
     if note:
         console.print("\n" + note, style="magenta")
-    console.print(verdict_line(run))
 
 
 def rows_table(run: RunResult) -> Table:

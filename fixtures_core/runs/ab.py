@@ -115,7 +115,7 @@ def _with_record(
         judge = judging.judge
         reported = [j.provenance for j in judging.judgments if j.provenance]
         record = JudgeRecord(
-            command=judge.command,
+            command=judging.command or judge.command,  # as it ran: ``{{ .sourceDir }}`` expanded
             seed=judging.seed,
             blind=judge.blind,
             swap=judge.swap,

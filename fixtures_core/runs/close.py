@@ -152,7 +152,7 @@ def _finalized(
     suites = suite_outcomes(
         judged,
         finished,
-        (baseline.path, baseline.run) if baseline is not None else None,
+        (baseline.shown, baseline.run) if baseline is not None else None,
         options.dry_run,
         rejudging.run_id if rejudging is not None else None,
         rejudging.evidence_run if rejudging is not None else None,

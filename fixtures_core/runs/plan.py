@@ -29,11 +29,19 @@ class Baseline:
     ship_gates_only: the blessed ``shipped`` run, found for A/B suites whose gates compare with it
                      (``baseline_margin``, ``baseline_score``) on a run without ``--baseline``: it
                      feeds those gates, and the run is not compared with it as a whole.
+    name:            what the user called it (``--baseline abhard``; ``shipped``); the path without one.
     """
 
     path: str
     run: RunResult
     ship_gates_only: bool = False
+    name: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The baseline as every report names it: its own name and its run's id, ``abhard (run ID)``."""
+        name = self.name or self.path
+        return f"run {self.run.run_id}" if name == self.run.run_id else f"{name} (run {self.run.run_id})"
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,7 @@ def shipped_for_gates(options: RunOptions, matrix: Matrix) -> Baseline | None:
     path = store_for(options).baseline_file(SHIPPED)
     if not path.is_file():
         return None
-    return Baseline(str(path), load_run(path), ship_gates_only=True)
+    return Baseline(str(path), load_run(path), ship_gates_only=True, name=SHIPPED)
 
 
 def load_baseline(options: RunOptions) -> Baseline:
@@ -176,4 +184,4 @@ def load_baseline(options: RunOptions) -> Baseline:
     baseline = load_run(path)
     if not baseline.rows:
         raise BaselineError(str(path), "baseline has no rows")
-    return Baseline(str(path), baseline)
+    return Baseline(str(path), baseline, name=options.baseline)

@@ -248,11 +248,30 @@ def test_parse_json_refuses_nesting_beyond_the_stdout_limit() -> None:
         parse_json("[" * 100_000 + "]" * 100_000)  # past Python's recursion limit: still the same error
 
 
-def test_a_nul_byte_never_cuts_a_string_short() -> None:
-    """The engine reads C strings: without a stand-in, ``ok\\0 LEAKED`` would be ``ok`` to CEL."""
-    program = compile_expression('[stdout.contains("LEAKED"), stdout.size(), json.a.endsWith("b"), files["f"]]')
-    context = {"stdout": "ok\0 sk-LEAKED error", "json": {"a": "x\0b"}, "files": {"f": "1\0002"}}
-    assert program.evaluate(context).value == [True, 19, True, "1\u24002"]
+def test_a_nul_byte_reaches_cel_exactly() -> None:
+    """The engine's binding reads C strings: ``ok\\0 LEAKED`` would be ``ok`` to CEL, and NUL is no
+    stand-in character either; every string holding one reaches CEL byte for byte."""
+    program = compile_expression(
+        '[stdout.contains("LEAKED"), stdout.size(), stdout.contains("\\x00"), json.a.endsWith("b"), files["f"], '
+        'stderr == "", output.startsWith("ok\\x00")]'
+    )
+    context = {"stdout": "ok\0 sk-LEAKED error", "output": "ok\0 sk-LEAKED error", "stderr": "",
+               "json": {"a": "x\0b"}, "files": {"f": "1\x002"}}  # fmt: skip
+    # "ok\0 sk-LEAKED error" is 19 characters, NUL included
+    assert program.evaluate(context).value == [True, 19, True, True, "1\x002", True, True]
+
+
+def test_a_string_without_nul_and_one_with_it_give_the_same_answers() -> None:
+    program = compile_expression('stdout.split("b").size() == 2 && !stdout.contains("\\x00")')
+    assert program.evaluate({"stdout": "aba"}).value is True
+    assert program.evaluate({"stdout": "a\0ba"}).value is False  # it holds a NUL: never a false PASS
+
+
+def test_a_map_key_holding_a_nul_is_an_error_never_a_shortened_key() -> None:
+    program = compile_expression("has(json.a) || json.size() > 0")
+    found = program.evaluate({"json": {"a\0b": 1}})
+    assert found.value is None
+    assert found.error == "the map key 'a\\x00b' holds a NUL byte, which CEL cannot be given exactly"
 
 
 @pytest.mark.parametrize(

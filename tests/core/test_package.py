@@ -172,6 +172,7 @@ PUBLIC_API = {
         "FigureLine",
         "Mark",
         "RowLine",
+        "baseline_named",
         "comparison_lines",
         "still_failing_text",
         "text_lines",

@@ -48,7 +48,7 @@ def test_a_dry_run_of_a_matrix_runs_nothing_and_never_says_pass(tmp_path: Path) 
     assert not marker.exists()
     verdict = done.stdout.splitlines()[-2:]
     assert verdict == [
-        "DRY RUN  0 passed, 0 failed, 0 errored, 1 skipped; 3 samples; nothing was scored",
+        "DRY RUN  0 passed, 0 failed, 0 errored, 1 skipped; 0 samples; nothing was scored",
         "verdict: DRY RUN · exit 0 — dry run: nothing was scored, the wiring held",
     ]
     assert summary.read_text().startswith("# assay run `") and ": **DRY RUN**\n" in summary.read_text()

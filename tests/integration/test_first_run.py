@@ -8,14 +8,18 @@ These are the few tests that pay for a server start of their own.
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import termios
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +31,8 @@ from fixtures_core.execution.daemons import free_port
 from flows import idle_stop, server
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
+
+F_SETPIPE_SZ = 1031  # Linux fcntl: set a pipe's capacity
 
 HOG = "while True: pass"
 # A plain progress line: a run that lasts longer than the progress interval (30 s) prints them, and under
@@ -301,6 +307,72 @@ def test_losing_the_server_mid_run_gives_a_report_a_run_document_and_an_exit_cod
     assert rows["long"]["status"] == "ERR" and rows["long"]["error"].startswith(lost)
     assert "verdict: ERR · exit 2" in stdout and "ERR long" in stdout, stdout
     assert "Traceback" not in stderr and "Error logging to API" not in stderr and "EventsWorker" not in stderr
+
+
+def test_losing_the_server_after_the_run_was_recorded_keeps_its_verdict_and_report(
+    prefect_server: object, tmp_path: Path
+) -> None:
+    """The local server stops once every row finished and run.json is written: the report prints, the
+    exit code is run.json's verdict, and one warning says that the Prefect record may be incomplete.
+
+    The moment: the step summary is a FIFO, appended to right after run.json is written; with the
+    pipe one page long and a summary longer than that, the run waits there until the test reads it
+    (the run's checks that it can append open it too, and write nothing)."""
+    import sqlite3
+
+    from tests.integration.conftest import SESSION_HOME, WIDE
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with sqlite3.connect(SESSION_HOME / "prefect.db") as source, sqlite3.connect(home / "prefect.db") as copy:
+        source.backup(copy)  # a copy of the session server's database: no migrations to wait for
+    local = server.ensure_started(home.resolve(), free_port())
+    summary = tmp_path / "summary"
+    os.mkfifo(summary)
+    fixture = tmp_path / "quick.md"
+    rows = "".join(f"| a row whose name makes the summary long, number {n} | `true` |\n" for n in range(60))
+    fixture.write_text("| Name | Command |\n|---|---|\n" + rows)
+    env = dict(os.environ, PYTHONPATH=str(REPO), PREFECT_HOME=str(home), GITHUB_STEP_SUMMARY=str(summary), **WIDE)
+    env.pop("PREFECT_API_URL", None)
+    # Opened before the run (without waiting for a writer), so that the pipe is one page long before
+    # anything is written; the run's checks open and close it without writing.
+    reader = os.open(summary, os.O_RDONLY | os.O_NONBLOCK)
+    fcntl.fcntl(reader, F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(6000):  # bounded wait for the summary's first bytes (not a timing assertion)
+            if _waiting(reader) or process.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert _waiting(reader) > 0, "the run never appended its summary"
+        assert server.stop(home.resolve()) is not None  # the run waits in its summary, run.json written
+        fcntl.fcntl(reader, fcntl.F_SETFL, 0)  # blocking again: read to the writer's end
+        with os.fdopen(reader, "rb") as appended:
+            assert b"verdict: PASS" in appended.read()
+        stdout, stderr = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        server.stop(home.resolve())
+    [folder] = list((tmp_path / "state" / "runs").iterdir())
+    document = json.loads((folder / "run.json").read_text())
+    assert document["status"] == "PASS", document.get("error")
+    assert process.returncode == 0, stdout + stderr
+    assert "verdict: PASS · exit 0" in stdout and "number 59" in stdout, stdout
+    lost = f"warning: lost the Prefect API at {local.api_url}"
+    assert lost in stderr and "may be incomplete" in stderr, stdout + stderr
+    assert "Traceback" not in stderr and "nothing ran" not in stderr
+
+
+def _waiting(fd: int) -> int:
+    """How many bytes a FIFO holds, reading none."""
+    waiting = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, waiting)
+    return waiting[0]
 
 
 def test_an_unused_local_server_stops_itself_after_the_idle_time(

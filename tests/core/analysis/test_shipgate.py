@@ -221,7 +221,7 @@ def test_a_suite_gating_on_the_shipped_run_finds_it_without_baseline(tmp_path: P
     dropped = run_suite(tmp_path, [("F1", "70", "69", "")], drop)  # no --baseline
 
     suite = only_suite(dropped)
-    assert suite.baseline is not None and suite.baseline.endswith("baselines/shipped.json")
+    assert suite.baseline is not None and suite.baseline.startswith("shipped (run ")  # its own name and id
     assert (suite.margin, suite.baseline_margin) == (1.0, 19.0)
     assert (suite.gates[0].status, dropped.status, dropped.comparison) == ("fail", "FAIL", None)
     assert bless_refusal(dropped) is not None  # --bless would refuse it
@@ -237,7 +237,7 @@ def test_gates_see_the_saved_runs_margins(tmp_path: Path) -> None:
     suite = only_suite(current)
     assert [(c.margin, c.baseline_margin) for c in suite.cases] == [(9.0, 15.0), (5.0, 5.0)]
     assert (suite.margin, suite.baseline_margin) == (7.0, 10.0)
-    assert suite.baseline is not None and suite.baseline.endswith("shipped.json")
+    assert suite.baseline == f"{tmp_path / 'shipped.json'} (run {shipped.run_id})"  # its own name and run id
     assert suite.cases[0].arms["bare"].baseline_score == 80.0
     assert suite.verdict == "FAIL"  # F1 lost 6 points of margin
     context = gate_context(suite)

@@ -37,7 +37,7 @@ def test_the_page_has_the_verdict_rows_plots_suite_and_samples(matrix_run: RunRe
 def test_a_comparison_with_a_saved_run_is_shown(matrix_run: RunResult) -> None:
     compared = replace(matrix_run, comparison=compare(matrix_run, matrix_run, 0.0, "shipped"))
     page = html(compared)
-    assert '<h2 id="comparison">Comparison with shipped</h2>' in page
+    assert f'<h2 id="comparison">Comparison with shipped (run {matrix_run.run_id})</h2>' in page
     assert '<p id="comparison-verdict">No regression against baseline</p>' in page
     assert "<td>sample pass rate</td>" in page
 
