@@ -291,7 +291,7 @@ class _RowRun:
         for index in pending:
             if lease is None and row.samples_in_order:
                 self._wait_idle()  # the seed's order: the next sample starts after the last one ended
-            step = self._next_step(index)
+            step = self._next_step()
             if step == "stop":
                 break  # an adaptive row whose gates are decided: more samples could not change its verdict
             if step == "extra":
@@ -313,10 +313,9 @@ class _RowRun:
                 break
             reason = self._why_stop()
             if reason is not None:
-                if step == "extra":
-                    self._refund()
-                self._stop(*self._stop_for(reason), cancel=False)
-                break
+                if not (step == "extra" and self._extra_refused(reason)):
+                    self._stop(*self._stop_for(reason), cancel=False)
+                break  # (the slot is given back below)
             if step == "reserved" and self.budget is not None:
                 self.budget.take(row)
             with self.changed:
@@ -331,8 +330,8 @@ class _RowRun:
             raise self.crash
         return self._result()
 
-    def _next_step(self, index: int) -> str:
-        """What sample ``index`` is: ``"stop"`` (the row is done), ``"reserved"`` (one of its max),
+    def _next_step(self) -> str:
+        """What the row's next sample is: ``"stop"`` (the row is done), ``"reserved"`` (one of its max),
         or ``"extra"`` (a budgeted row past its own stop point asks the budget for a left-over one)."""
         row = self.row
         if not row.adaptive:
@@ -343,7 +342,9 @@ class _RowRun:
             decision = decide(row, self._sorted())
             if decision.decided and not decision.curtailed:
                 return "stop"  # decided by its tests: decided rows stop as without a budget
-            if index < row.repeat and not decision.decided:
+            with self.changed:
+                taken = len(self.samples) + self.in_flight  # (by count: a resumed row may lack an early index)
+            if taken < row.repeat and not decision.decided:
                 return "reserved"  # (a stop found when it takes its slot cuts the row short, as without a budget)
             self.past_stop = True  # at max, or the fixed-k answer is settled: the rest is left over
             self.budget.release(row)
