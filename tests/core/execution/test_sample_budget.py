@@ -97,14 +97,17 @@ def test_reserved_samples_are_never_given_to_another_row() -> None:
     for _ in range(5):
         assert budget.extra(b, 0.0, never) is None  # 45 - 0 spent - 40 reserved = 5 left over from the start
     # A sixth would take one of the 40 the rows hold: b waits (both have begun, and may still leave some).
-    stop = threading.Event()
+    looked, stop = threading.Semaphore(0), threading.Event()
+
+    def give_up() -> str | None:
+        looked.release()  # once per look: a second look means it waited in between, granted nothing
+        return "gave up" if stop.is_set() else None
+
     waited: list[str | None] = []
-    waiter = threading.Thread(
-        target=lambda: waited.append(budget.extra(b, 0.0, lambda: "gave up" if stop.is_set() else None))
-    )
+    waiter = threading.Thread(target=lambda: waited.append(budget.extra(b, 0.0, give_up)))
     waiter.start()
-    waiter.join(0.3)
-    assert waiter.is_alive() and budget.spent == 5
+    assert looked.acquire(timeout=10) and looked.acquire(timeout=10)
+    assert budget.spent == 5 and not waited
     stop.set()
     waiter.join()
     assert waited == ["gave up"] and budget.spent == 5
