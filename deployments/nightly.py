@@ -55,6 +55,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--adaptive", action="store_true", help="rows stop sampling once more samples could not change their verdict"
     )
+    parser.add_argument("--sample-budget", help="adaptive rows share this many samples, or fixed: what fixed k spends")
     parser.add_argument("--concurrency", type=int, help="samples in flight across the run (default: the fixtures')")
     parser.add_argument(
         "--limit", action="append", default=[], dest="limits", help="PROPERTY=CAP or PROPERTY=COUNT/UNIT (repeatable)"
@@ -106,6 +107,7 @@ def serve(args: argparse.Namespace) -> int:
             "parallel": args.parallel,
             "parallel_samples": args.parallel_samples,
             "adaptive": args.adaptive,
+            "sample_budget": args.sample_budget,
             "concurrency": args.concurrency,
             "limit": args.limits,
             "budget": args.budget,

@@ -141,6 +141,59 @@ class Stochastic:
     withheld: str | None = None
 
 
+# How an adaptive row's sampling ended: every gate decided by its sequential test; curtailed (no outcome
+# of the samples left could change the answer); undecided at its cap (the most it may take: its max, or
+# a budgeted row's max and max_extra); a budgeted row undecided when the sample budget had no sample
+# left for it; undecided for another reason (an error, a cost budget, a gate no test decides).
+SamplingStop = Literal["decided", "curtailed", "cap", "budget", "undecided"]
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """How an adaptive row's sampling ended: ``stop``; ``extra``, the samples the run's sample budget
+    gave it past its own stop point; ``cap``, the most a budgeted row may take (None: not budgeted)."""
+
+    stop: SamplingStop
+    extra: int = 0
+    cap: int | None = None
+
+
+@dataclass(frozen=True)
+class BudgetFigures:
+    """What a run's sample budget spent: ``spent`` of ``budget`` samples (``fixed``: what fixed k
+    spends on the same rows, their max); its rows by how their sampling ended (``Sampled.stop``), and
+    how many took extra samples (``extra_rows``, ``extra`` in all)."""
+
+    budget: int
+    spent: int
+    fixed: int
+    decided: int = 0
+    curtailed: int = 0
+    at_cap: int = 0
+    ran_out: int = 0  # undecided when the budget had no sample left for them
+    undecided: int = 0  # undecided for another reason (an error, a cost budget, a gate no test decides)
+    extra_rows: int = 0
+    extra: int = 0
+
+    @classmethod
+    def of(cls, budget: int, rows: Sequence[RowResult]) -> BudgetFigures:
+        """The figures of the budgeted ``rows`` (those whose ``sampled`` has a cap) under ``budget``."""
+        budgeted = [(row, row.sampled) for row in rows if row.sampled is not None and row.sampled.cap is not None]
+        stops = [sampled.stop for _row, sampled in budgeted]
+        return cls(
+            budget=budget,
+            spent=sum(len(row.samples) for row, _sampled in budgeted),
+            fixed=sum(row.repeat for row, _sampled in budgeted),
+            decided=stops.count("decided"),
+            curtailed=stops.count("curtailed"),
+            at_cap=stops.count("cap"),
+            ran_out=stops.count("budget"),
+            undecided=stops.count("undecided"),
+            extra_rows=sum(1 for _row, sampled in budgeted if sampled.extra),
+            extra=sum(sampled.extra for _row, sampled in budgeted),
+        )
+
+
 @dataclass(frozen=True)
 class RowResult:
     """One logical row, however many samples it ran.
@@ -170,6 +223,7 @@ class RowResult:
     stopped: Stop | None = None
     wall_ms: float | None = None  # from the row's first sample start to its end (samples may overlap)
     sampling: str | None = None  # an adaptive row's why it stopped: "decided after 4: ..." or "undecided at max ..."
+    sampled: Sampled | None = None  # an adaptive row: how its sampling ended, and its extra samples
 
     @property
     def passed(self) -> bool:

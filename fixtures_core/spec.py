@@ -122,6 +122,10 @@ class Sampling:
     max: int | None = None  # None: the row's repeat (20 when that is 1); parsing sets ``repeat`` to it
     confidence: float = 0.95
     margin: float = 0.1
+    # ``budget: fixed`` (or ``--sample-budget``): the row shares the run's sample budget, and may take
+    # samples that decided rows left, past its max, up to ``max_extra`` more (None: twice its max).
+    budget: bool = False
+    max_extra: int | None = None
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,27 @@ class RowSpec:
     def adaptive(self) -> bool:
         """The row samples adaptively: it stops once its gates are decided (``sequential``)."""
         return self.sampling is not None and self.sampling.adaptive
+
+    @property
+    def budgeted(self) -> bool:
+        """The row shares the run's sample budget (``execution.sample_budget``): it may take samples
+        that decided rows left, past its ``repeat`` (its max), up to ``most_samples``."""
+        return self.sampling is not None and self.sampling.adaptive and self.sampling.budget
+
+    @property
+    def most_samples(self) -> int:
+        """The most samples the row may take: its ``repeat``, and a budgeted row's ``max_extra`` more."""
+        if not self.budgeted:
+            return self.repeat
+        assert self.sampling is not None
+        extra = self.sampling.max_extra
+        return self.repeat + (2 * self.repeat if extra is None else extra)
+
+    @property
+    def longest_s(self) -> float:
+        """The longest the row may run: its ``timeout``, and each extra sample's share of it
+        (``timeout / repeat``) that a budgeted row may add."""
+        return self.timeout_s * self.most_samples / self.repeat
 
     @property
     def samples_in_order(self) -> bool:

@@ -465,7 +465,7 @@ def _start_rows(
         return [rows_pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
     threads = concurrent.futures.ThreadPoolExecutor(at_once, thread_name_prefix="assay-row")
     futures: list[RowFuture] = []
-    backstop = sum(row.timeout_s for row in order) + _ROW_FLOW_GRACE_S
+    backstop = sum(row.longest_s for row in order) + _ROW_FLOW_GRACE_S
     for row in order:
         shaped = row_flow.with_options(flow_run_name=row.name, timeout_seconds=backstop)
         # copy_context: a subflow started from a thread without it would be a separate top-level flow run.

@@ -62,6 +62,11 @@ class MatrixParameters(BaseModel):
         description="Rows that do not say sampling stop sampling once more samples could not change their verdict "
         "(repeat is the maximum).",
     )
+    sample_budget: Text | None = Field(
+        None,
+        description="Adaptive rows share a budget of samples: fixed (what fixed k spends) or a number; what "
+        "decided rows leave goes to the undecided ones, past their max.",
+    )
     concurrency: int | None = Field(
         None,
         ge=1,
@@ -111,6 +116,7 @@ class MatrixParameters(BaseModel):
             parallel_samples=options.parallel_samples, adaptive=options.adaptive, label=options.label,
             baseline=options.baseline, tolerance=options.tolerance, tags=list(tags), concurrency=options.concurrency,
             limit=list(options.limits), budget=options.budget, row_subflows=options.row_subflows,
+            sample_budget=options.sample_budget,
         )  # fmt: skip
 
     def to_options(self) -> RunOptions:
@@ -120,7 +126,7 @@ class MatrixParameters(BaseModel):
             parallel_samples=self.parallel_samples, adaptive=self.adaptive,
             group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
             baseline=self.baseline, tolerance=self.tolerance, concurrency=self.concurrency, limits=tuple(self.limit),
-            budget=self.budget, row_subflows=self.row_subflows,
+            budget=self.budget, row_subflows=self.row_subflows, sample_budget=self.sample_budget,
         )  # fmt: skip
 
 

@@ -66,6 +66,10 @@ ADAPTIVE_HELP = (
     "Adaptive sampling for rows that do not say sampling: a row stops once more samples could not change its "
     "verdict at 95% confidence (at least 3 samples, at most its repeat); see README 'Pass rate and adaptive sampling'."
 )
+SAMPLE_BUDGET_HELP = (
+    "Adaptive rows share a budget of samples: fixed (what fixed k spends) or a number; what decided rows leave "
+    "goes to the undecided ones, past their max; see README 'A sample budget'."
+)
 ROW_SUBFLOWS_HELP = (
     "Run each row as a Prefect subflow run holding its sample tasks (the design card's shape; costs about "
     "0.3-2 s per row on a local server: rows are task runs by default)."
@@ -120,6 +124,9 @@ def run_command(
     ] = None,
     parallel_samples: Annotated[bool, typer.Option("--parallel-samples", help=PARALLEL_SAMPLES_HELP)] = False,
     adaptive: Annotated[bool, typer.Option("--adaptive", help=ADAPTIVE_HELP)] = False,
+    sample_budget: Annotated[
+        Optional[str], typer.Option("--sample-budget", metavar="fixed|N", help=SAMPLE_BUDGET_HELP)
+    ] = None,
     row_subflows: Annotated[bool, typer.Option("--row-subflows", help=ROW_SUBFLOWS_HELP)] = False,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
     limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
@@ -184,7 +191,7 @@ def run_command(
         engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
-        row_subflows=row_subflows,
+        row_subflows=row_subflows, sample_budget=sample_budget,
     )  # fmt: skip
     options.check()  # before --resume reads the state folder (plan checks the resumed options again)
     options = resume_options(options)

@@ -21,6 +21,7 @@ from fixtures_core.analysis.metrics import (
 )
 from fixtures_core.analysis.passk import SuiteFigures, group_figures, row_stochastic, suite_figures
 from fixtures_core.results import (
+    BudgetFigures,
     MetricComparison,
     MetricSummary,
     Outcome,
@@ -52,6 +53,7 @@ class Summary:
     samples: int
     stochastic: SuiteFigures | None = None
     groups: Mapping[str, Mapping[str, SuiteFigures]] | None = None
+    sample_budget: BudgetFigures | None = None  # a run whose adaptive rows share a sample budget
 
     @classmethod
     def of(cls, rows: Sequence[RowResult]) -> Summary:
@@ -145,7 +147,9 @@ def _summaries(
 ) -> dict[str, MetricSummary]:
     if not spec.metrics or row.status == "SKIP":
         return {}
-    return {m.name: _summary(m, spec.repeat, extracted.get((spec.id, m.name), Extracted())) for m in spec.metrics}
+    # Every sample must give a value: an adaptive row's are the samples it took (its n, not its max).
+    required = len(row.samples) if spec.adaptive else spec.repeat
+    return {m.name: _summary(m, required, extracted.get((spec.id, m.name), Extracted())) for m in spec.metrics}
 
 
 def _summary(metric: MetricSpec, required: int, extracted: Extracted) -> MetricSummary:

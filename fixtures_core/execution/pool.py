@@ -1,7 +1,7 @@
 """What the rows of one run share while they run.
 
 The sample slots (``slots``), the threads in-flight samples run on, the
-budgets (``spending``), an outside limiter (``Gate``: the Prefect engine's
+budgets (``spending``, ``sample_budget``), an outside limiter (``Gate``: the Prefect engine's
 global concurrency limits), each row's rank, and, when a run is resumed,
 what it already has.
 """
@@ -14,6 +14,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fixtures_core.execution.sample_budget import SampleBudget
 from fixtures_core.execution.slots import LimitKey, SampleSlots
 from fixtures_core.execution.spending import Spending
 from fixtures_core.results import RowResult, SampleResult
@@ -48,6 +49,7 @@ class SamplePool:
     gate: Gate | None = None
     ranks: Mapping[str, int] = field(default_factory=dict)
     resumed: Resumed = field(default_factory=Resumed)
+    budget: SampleBudget | None = None  # the run's sample budget, shared by its budgeted adaptive rows
 
     def rank(self, row: RowSpec) -> int:
         """The row's place in the run: freed slots go to the lowest first."""
@@ -62,6 +64,7 @@ def sample_pool(
     gate: Gate | None = None,
     order: Sequence[RowSpec] = (),
     resumed: Resumed | None = None,
+    budget: SampleBudget | None = None,
 ) -> Iterator[SamplePool]:
     """A pool of ``capacity`` sample slots (and as many threads), ranked in ``order``; closed afterwards."""
     with ThreadPoolExecutor(max_workers=capacity, thread_name_prefix="assay-sample") as executor:
@@ -72,4 +75,5 @@ def sample_pool(
             gate=gate,
             ranks={row.id: rank for rank, row in enumerate(order)},
             resumed=resumed or Resumed(),
+            budget=budget,
         )

@@ -7,6 +7,10 @@ then + ``timeout``. Samples of one row run in order, one after another (seed
 expose stochastic behaviour); stop after an ERR, a cancellation, or when the
 row's time budget is gone, cancelling the row's samples in flight; when a
 cost budget is reached no new sample starts. Sample indices are stable.
+
+An adaptive row stops once its gates are decided (``sequential``). A row that shares the run's
+sample budget (``execution.sample_budget``) may then go on past its max: once it reaches its own stop
+point undecided, it takes left-over samples one at a time, each after the last one finished.
 """
 
 from __future__ import annotations
@@ -30,13 +34,23 @@ from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.daemons import DaemonPort
 from fixtures_core.execution.pool import SamplePool, sample_pool
+from fixtures_core.execution.sample_budget import SPENT
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, execute
 from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
-from fixtures_core.results import Outcomes, RowResult, SampleResult, Status, Stop, combine_outcomes, row_status
-from fixtures_core.sequential import decide
+from fixtures_core.results import (
+    Outcomes,
+    RowResult,
+    Sampled,
+    SampleResult,
+    Status,
+    Stop,
+    combine_outcomes,
+    row_status,
+)
+from fixtures_core.sequential import decide, progress
 from fixtures_core.spec import RowSpec
 
 
@@ -58,6 +72,7 @@ class RunSettings:
 
 
 _CANCELLED = "cancelled"  # a row's give-up reason while it waits for a slot: the run was cancelled
+_NO_TEST = "a mean or regression gate is open, and no sequential test says when it has enough"
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 # One sample of a row: (row, index, deadline, the row's containment scope) -> its result.
 SampleRunner = Callable[[RowSpec, int, float, Containment], SampleResult]
@@ -207,9 +222,14 @@ def run_row(
         return finished  # a resumed run keeps the rows that finished
     runner = sample_runner or (lambda r, i, d, scope: run_sample(r, i, d, settings, scope))
     scope = containment.scope()
+    budget = pool.budget if pool.budget is not None and pool.budget.covers(row) else None
+    if budget is not None:
+        budget.begin(row)
     try:
         return _RowRun(row, settings, scope, runner, on_sample, pool).run()
     finally:
+        if budget is not None:
+            budget.finish(row)  # however it ended: what it did not take is left over
         scope.close()
 
 
@@ -242,10 +262,14 @@ class _RowRun:
             self.stopped = errored[0].stopped
         self.deadline = math.inf
         self.began: float | None = None
+        self.budget = pool.budget if pool.budget is not None and pool.budget.covers(row) else None
+        self.past_stop = False  # a budgeted row reached its own stop point: its next samples are extras
+        self.extra = kept_extra(row, self._sorted()) if self.budget else 0  # extra samples the budget granted
+        self.refused: str | None = None  # why a budgeted row got no (more) extra samples
 
     def run(self) -> RowResult:
         row, pool = self.row, self.pool
-        pending = [index for index in range(row.repeat) if index not in self.samples]
+        pending = [index for index in range(row.most_samples) if index not in self.samples]
         if not pending or self.error:
             return self._result()
         first = pool.slots.acquire((pool.rank(row), pending[0]), self.keys, self._before_start)
@@ -269,10 +293,20 @@ class _RowRun:
         for index in pending:
             if lease is None and row.samples_in_order:
                 self._wait_idle()  # the seed's order: the next sample starts after the last one ended
-            if self._sampled_enough():
+            step = self._next_step()
+            if step == "stop":
                 break  # an adaptive row whose gates are decided: more samples could not change its verdict
+            if step == "extra":
+                if isinstance(lease, Lease):
+                    pool.slots.release(lease)  # never wait for the budget holding a slot another row needs
+                    lease = None
+                if not self._granted_extra():
+                    break
             if lease is None:
                 lease = pool.slots.acquire((pool.rank(row), index), self.keys, self._why_stop, self.deadline)
+            if isinstance(lease, str) and step == "extra" and self._extra_refused(lease):
+                lease = None
+                break
             if isinstance(lease, str):
                 if lease == TIME_RAN_OUT:
                     self._wait_idle()  # its samples in flight timed out too: the first of them says so
@@ -281,8 +315,11 @@ class _RowRun:
                 break
             reason = self._why_stop()
             if reason is not None:
-                self._stop(*self._stop_for(reason), cancel=False)
-                break
+                if not (step == "extra" and self._extra_refused(reason)):
+                    self._stop(*self._stop_for(reason), cancel=False)
+                break  # (the slot is given back below)
+            if step == "reserved" and self.budget is not None:
+                self.budget.take(row)
             with self.changed:
                 self.in_flight += 1
             context = contextvars.copy_context()  # the engine's context (a Prefect row task) goes with the sample
@@ -295,13 +332,70 @@ class _RowRun:
             raise self.crash
         return self._result()
 
-    def _sampled_enough(self) -> bool:
-        """An adaptive row may stop: every gate is decided on its finished samples (``sequential``)."""
-        if not self.row.adaptive:
+    def _next_step(self) -> str:
+        """What the row's next sample is: ``"stop"`` (the row is done), ``"reserved"`` (one of its max),
+        or ``"extra"`` (a budgeted row past its own stop point asks the budget for a left-over one)."""
+        row = self.row
+        if not row.adaptive:
+            return "reserved"
+        if self.budget is None:  # an adaptive row stops once every gate is decided on its finished samples
+            return "stop" if decide(row, self._sorted()).decided else "reserved"
+        if not self.past_stop:
+            decision = decide(row, self._sorted())
+            if decision.decided and not decision.curtailed:
+                return "stop"  # decided by its tests: decided rows stop as without a budget
+            with self.changed:
+                taken = len(self.samples) + self.in_flight  # (by count: a resumed row may lack an early index)
+            if taken < row.repeat and not decision.decided:
+                return "reserved"  # (a stop found when it takes its slot cuts the row short, as without a budget)
+            self.past_stop = True  # at max, or the fixed-k answer is settled: the rest is left over
+            self.budget.release(row)
+        self._wait_idle()  # extras one at a time: each asks with every sample so far
+        reason = self._why_stop()
+        if reason is not None:  # the row has every sample it was due: only a cancellation or an error ends it so
+            if reason == _CANCELLED:
+                self._stop(*self._stop_for(reason), cancel=False)
+            elif self.error is None:
+                self.refused = self.refused or reason  # a cost budget
+            return "stop"
+        finished = self._sorted()
+        if decide(row, finished, row.most_samples).decided:
+            return "stop"
+        if progress(row, finished) is None:
+            self.refused = self.refused or _NO_TEST
+            return "stop"
+        return "extra"
+
+    def _granted_extra(self) -> bool:
+        """Wait for a left-over sample of the budget: True once granted (the row's time budget grows by
+        one sample's share of it; the wait does not count), else the row takes no more."""
+        assert self.budget is not None
+        share = progress(self.row, self._sorted())
+        assert share is not None
+        refused = self.budget.extra(self.row, share, self._why_stop)
+        if refused is None:
+            self.extra += 1
+            self.deadline = max(self.deadline, time.monotonic()) + self.row.timeout_s / self.row.repeat
+            return True
+        if refused == _CANCELLED or self.error is not None:
+            self._stop(*self._stop_for(refused), cancel=False)
+        else:
+            self.refused = refused  # the budget is spent, or a cost budget was reached: the row is complete
+        return False
+
+    def _extra_refused(self, reason: str) -> bool:
+        """An extra sample could not take a slot: give it back. True when that only ends the row's extras
+        (a cost budget, its time share): the row had every sample it was due, and is not cut short."""
+        self._refund()
+        if reason == _CANCELLED or self.error is not None:
             return False
-        with self.changed:
-            finished = sorted(self.samples.values(), key=lambda s: s.index)
-        return decide(self.row, finished).decided
+        self.refused = "no time was left for it" if reason == TIME_RAN_OUT else reason
+        return True
+
+    def _refund(self) -> None:
+        assert self.budget is not None
+        self.budget.refund(self.row)
+        self.extra -= 1
 
     def _before_start(self) -> str | None:
         """Why no sample of the row may start now: ``_CANCELLED``, or the cost budget that was reached."""
@@ -330,7 +424,7 @@ class _RowRun:
         with self.changed:
             if self.error is not None:
                 return self.error, self.stopped
-            started = f"after {len(self.samples) + self.in_flight} of {self.row.repeat} samples"
+            started = f"after {len(self.samples) + self.in_flight} of {self.row.most_samples} samples"
         if reason == TIME_RAN_OUT:
             return f"time budget {format_duration(self.row.timeout_s)} ran out {started}", "timeout"
         if reason == _CANCELLED:
@@ -400,7 +494,9 @@ class _RowRun:
         status = row_status(samples, self.error is not None, self.row.pass_rate)
         wall_ms = None if self.began is None else round((time.monotonic() - self.began) * 1000, 3)
         result = _result(self.row, samples, status, self.error, self.stopped)
-        return replace(result, wall_ms=wall_ms, sampling=sampling_note(self.row, samples))
+        sampled = sampled_row(self.row, samples, self.extra, self.refused) if self.budget else None
+        note = sampled_note(self.row, samples, sampled, self.refused) if sampled else sampling_note(self.row, samples)
+        return replace(result, wall_ms=wall_ms, sampling=note, sampled=sampled or sampled_row(self.row, samples))
 
 
 def sampling_note(row: RowSpec, samples: tuple[SampleResult, ...]) -> str | None:
@@ -411,6 +507,52 @@ def sampling_note(row: RowSpec, samples: tuple[SampleResult, ...]) -> str | None
     if decision.decided:
         return decision.why
     return f"undecided at {len(samples)} of max {row.repeat} ({decision.why}): the fixed-k rule decides"
+
+
+def kept_extra(row: RowSpec, samples: list[SampleResult]) -> int:
+    """The extra samples among a resumed budgeted row's kept ones: those past its own stop point (its max,
+    or where it was curtailed before; a row decided by its tests took none)."""
+    for n in range(1, min(len(samples), row.repeat) + 1):
+        decision = decide(row, samples[:n])
+        if decision.decided:
+            return len(samples) - n if decision.curtailed else 0
+    return max(len(samples) - row.repeat, 0)
+
+
+def sampled_row(
+    row: RowSpec, samples: tuple[SampleResult, ...], extra: int = 0, refused: str | None = None
+) -> Sampled | None:
+    """How an adaptive row's sampling ended (None for a fixed one): decided by its tests, curtailed
+    (the answer at its most samples is settled), undecided at its cap (the most it may take), or a
+    budgeted row undecided when the budget had no sample left for it (or another reason, ``refused``)."""
+    if not row.adaptive:
+        return None
+    cap = row.most_samples if row.budgeted else None
+    decision = decide(row, samples, row.most_samples)
+    if decision.decided:
+        return Sampled("curtailed" if decision.curtailed else "decided", extra, cap)
+    if len(samples) >= row.most_samples:
+        return Sampled("cap", extra, cap)
+    if extra == 0 and decide(row, samples).decided:
+        return Sampled("curtailed", extra, cap)  # the fixed-k answer was settled, and no extra came
+    return Sampled("budget" if refused == SPENT else "undecided", extra, cap)
+
+
+def sampled_note(row: RowSpec, samples: tuple[SampleResult, ...], sampled: Sampled, refused: str | None) -> str:
+    """Why a budgeted row stopped where it did, with its extra samples (``sampling_note``'s words)."""
+    n, most = len(samples), row.most_samples
+    took = f"{sampled.extra} extra sample{'s' if sampled.extra != 1 else ''} from the sample budget"
+    decision = decide(row, samples, most)
+    if decision.decided:
+        return decision.why + (f"; {took}" if sampled.extra else "")
+    if sampled.stop == "curtailed":  # at its own stop point, before max: the fixed-k answer is settled
+        return f"{decide(row, samples).why}; no extra samples: {refused or SPENT}"
+    rule = "the fixed-k rule decides" if n == row.repeat else f"the usual rule on its {n} samples decides"
+    if sampled.stop == "cap":
+        return f"undecided at its cap of {most} (max {row.repeat} + {most - row.repeat} extra) ({decision.why}): {rule}"
+    if sampled.extra:
+        return f"undecided after {n} ({decision.why}): {took}, then {refused or SPENT}; {rule}"
+    return f"undecided at {n} of max {row.repeat} ({decision.why}); no extra samples: {refused or SPENT}; {rule}"
 
 
 def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:

@@ -114,6 +114,17 @@ def adaptive_rows(matrix: Matrix) -> Matrix:
     return Matrix(files=tuple(replace(f, rows=tuple(adaptive(r) for r in f.rows)) for f in matrix.files))
 
 
+def budgeted_rows(matrix: Matrix) -> Matrix:
+    """``--sample-budget``: every adaptive row shares the run's sample budget."""
+
+    def budgeted(row: RowSpec) -> RowSpec:
+        if not row.adaptive or row.budgeted or row.sampling is None:
+            return row
+        return replace(row, sampling=replace(row.sampling, budget=True))
+
+    return Matrix(files=tuple(replace(f, rows=tuple(budgeted(r) for r in f.rows)) for f in matrix.files))
+
+
 def _baselines_of(matrix: Matrix, names: set[str]) -> set[str]:
     """Every row name that the named rows compare with, directly or through other baseline rows."""
     found: set[str] = set()

@@ -8,12 +8,13 @@ from dataclasses import replace
 from fixtures_core.parsing.config import Where, read_repeat
 from fixtures_core.spec import RowSpec, Sampling
 
-SAMPLING_KEYS = ("mode", "min", "max", "confidence", "margin")
+SAMPLING_KEYS = ("mode", "min", "max", "confidence", "margin", "budget", "max_extra")
 DEFAULT_ADAPTIVE_MAX = 20
 
 
 def read_sampling(value: object, where: Where, field: str = "sampling") -> Sampling:
-    """``sampling: adaptive`` or ``fixed``, or ``{mode: adaptive, min: 3, max: 20, confidence: 0.95, margin: 0.1}``."""
+    """``sampling: adaptive`` or ``fixed``, or ``{mode: adaptive, min: 3, max: 20, confidence: 0.95, margin: 0.1,
+    budget: fixed, max_extra: 40}``."""
     if isinstance(value, str) and value.strip().lower() in ("adaptive", "fixed"):
         return Sampling(adaptive=value.strip().lower() == "adaptive")
     if not isinstance(value, dict):
@@ -30,7 +31,26 @@ def read_sampling(value: object, where: Where, field: str = "sampling") -> Sampl
         raise where.error(f"{field}.max", f"max {most} is below min {least}")
     confidence = _fraction(value.get("confidence", Sampling.confidence), where, f"{field}.confidence", 0.5, 1.0)
     margin = _fraction(value.get("margin", Sampling.margin), where, f"{field}.margin", 0.0, 0.5)
-    return Sampling(mode == "adaptive", least, most, confidence, margin)
+    budget = _budget(value["budget"], where, f"{field}.budget") if "budget" in value else False
+    extra = _extra(value["max_extra"], where, f"{field}.max_extra") if "max_extra" in value else None
+    return Sampling(mode == "adaptive", least, most, confidence, margin, budget, extra)
+
+
+def _budget(value: object, where: Where, field: str) -> bool:
+    """``budget: fixed``: the row shares a run budget of what fixed k would spend (``--sample-budget N``
+    gives a number for the whole run)."""
+    if isinstance(value, str) and value.strip().lower() == "fixed":
+        return True
+    raise where.error(
+        field, f"must be fixed (spend at most what fixed k would; a number is --sample-budget N), got {value!r}"
+    )
+
+
+def _extra(value: object, where: Where, field: str) -> int:
+    """How many samples past its max a budgeted row may take: a whole number, 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise where.error(field, f"must be a whole number >= 0 (samples past max), got {value!r}")
+    return read_repeat(value, where, field) if value else 0
 
 
 def read_pass_rate(value: object, where: Where, field: str = "pass_rate") -> float:

@@ -158,9 +158,9 @@ def resumed_rows(store: Store, run_id: str, matrix: Matrix) -> Resumed:
         if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO would hang the appends; a symlink, lead them away
             raise BaselineError(str(path), "evidence that is not a regular file (a FIFO, a folder, a symlink): refused")
         found, raw = read_evidence(path)
-        beyond = [i for i in found if not 0 <= i < spec.repeat]
+        beyond = [i for i in found if not 0 <= i < spec.most_samples]  # a budgeted row's extras go past repeat
         if beyond:
-            raise BaselineError(str(path), f"sample index {beyond[0]} outside the row's {spec.repeat} samples")
+            raise BaselineError(str(path), f"sample index {beyond[0]} outside the row's {spec.most_samples} samples")
         if raw is not None and not _ended_by_interrupt(raw):
             rows[spec.id] = replace(raw, samples=tuple(found[i] for i in sorted(found)))
             continue

@@ -16,7 +16,7 @@ from typing import Literal
 
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.results import MetricSummary, RowResult, SampleResult
+from fixtures_core.results import BudgetFigures, MetricSummary, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
 
 _EXCERPT_LINES = 4
@@ -69,6 +69,8 @@ def passed_cell(row: RowResult) -> str:
     if not row.samples and row.status == "ERR":
         return NOT_RUN
     passed = sum(s.passed for s in row.samples)
+    if row.sampled is not None and row.sampled.extra:  # the run's sample budget gave it more than its max
+        return f"{passed}/{len(row.samples)} (max {row.repeat}, +{row.sampled.extra} extra)"
     if row.sampling is not None:  # adaptive: n is what it took, repeat its maximum
         return f"{passed}/{len(row.samples)} (max {row.repeat})"
     return (
@@ -89,13 +91,40 @@ def sampling_lines(run: RunResult) -> list[str]:
 
 def sampling_saving(run: RunResult) -> str | None:
     """What adaptive sampling spent against fixed k (None without adaptive rows):
-    ``36 of at most 48 samples (25% fewer than fixed k)``."""
-    adaptive = [row for row in run.rows if row.sampling is not None]
+    ``36 of at most 48 samples (25% fewer than fixed k)``; with a sample budget, what it spent and how
+    its rows ended (``budget_spending``)."""
+    adaptive = [row for row in run.rows if row.sampling is not None and not _budgeted(row)]
+    budget = run.summary.sample_budget
     if not adaptive:
-        return None
+        return budget_spending(budget) if budget is not None else None
     taken, most = sum(len(row.samples) for row in adaptive), sum(row.repeat for row in adaptive)
     fewer = 1 - taken / most if most else 0.0
-    return f"{taken} of at most {most} samples ({fewer:.0%} fewer than fixed k)"
+    saving = f"{taken} of at most {most} samples ({fewer:.0%} fewer than fixed k)"
+    return saving if budget is None else f"{budget_spending(budget)}; rows without it: {saving}"
+
+
+def budget_spending(figures: BudgetFigures) -> str:
+    """``40 of a sample budget of 40 spent (fixed k: 40); 2 rows: 1 decided, 0 curtailed, 0 undecided
+    at their cap, 1 undecided when the budget ran out; 1 row took 11 extra samples``."""
+    ended = [f"{figures.decided} decided", f"{figures.curtailed} curtailed", f"{figures.at_cap} undecided at their cap"]
+    if figures.ran_out:
+        ended.append(f"{figures.ran_out} undecided when the budget ran out")
+    if figures.undecided:
+        ended.append(f"{figures.undecided} undecided for another reason")
+    rows = figures.decided + figures.curtailed + figures.at_cap + figures.ran_out + figures.undecided
+    took = (
+        f"{counted(figures.extra_rows, 'row')} took {counted(figures.extra, 'extra sample')}"
+        if figures.extra
+        else "no row took extra samples"
+    )
+    return (
+        f"{figures.spent} of a sample budget of {figures.budget} spent (fixed k: {figures.fixed}); "
+        f"{counted(rows, 'row')}: {', '.join(ended)}; {took}"
+    )
+
+
+def _budgeted(row: RowResult) -> bool:
+    return row.sampled is not None and row.sampled.cap is not None
 
 
 def passk_cells(row: RowResult) -> tuple[str, str]:

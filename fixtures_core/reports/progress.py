@@ -107,7 +107,8 @@ class Progress:
     def snapshot(self) -> Snapshot:
         with self._lock:
             elapsed = self._clock() - self._started
-            done, total = self._samples_done, self._samples_total
+            # A budgeted row may take samples past its max, beyond what was planned for it.
+            done, total = self._samples_done, max(self._samples_total, self._samples_done)
             eta = elapsed / done * (total - done) if done else None
             return Snapshot(
                 rows_total=self._rows_total,

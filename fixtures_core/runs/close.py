@@ -13,12 +13,13 @@ from fixtures_core.errors import BaselineError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import SamplePool
 from fixtures_core.execution.rows import unfinished_row
+from fixtures_core.execution.sample_budget import budget_total
 from fixtures_core.records.devlyn_layout import write_results
 from fixtures_core.records.resume import resumed_rows
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, utc_now
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import step_summary_file
-from fixtures_core.results import RowResult, Status, Stop, worst
+from fixtures_core.results import BudgetFigures, RowResult, Status, Stop, worst
 from fixtures_core.runs.ab import JudgingDirs, judge_run, run_status, suite_outcomes, write_report
 from fixtures_core.runs.options import DEFAULT_PARALLEL, RunOptions, store_for
 from fixtures_core.runs.plan import Baseline
@@ -149,6 +150,9 @@ def _finalized(
     judged = judge_run(matrix.rows, rows, dirs, containment, calls, options.seed, skip_judge)
     finished = [recorder.shareable(row) for row in finalize_rows(judged.specs, judged.rows, options.k)]
     summary = summarize(finished, options.k, options.group_by)
+    budget = None if options.dry_run else budget_total(options.sample_budget, matrix.rows)
+    if budget is not None:
+        summary = replace(summary, sample_budget=BudgetFigures.of(budget, finished))
     suites = suite_outcomes(
         judged,
         finished,

@@ -53,6 +53,9 @@ class RunOptions:
     parallel: int | None = None  # rows in flight (default: the sample slots)
     parallel_samples: bool = False  # the samples of a row that does not say ``serial`` may run at once
     adaptive: bool = False  # rows that do not say ``sampling`` stop once their gates are decided (``repeat`` is max)
+    # Adaptive rows share a budget of samples: "fixed" (what fixed k spends) or a number; what decided rows
+    # leave goes to the undecided ones, past their max (``execution.sample_budget``).
+    sample_budget: str | None = None
     concurrency: int | None = (
         None  # samples in flight across the run (default: the files' own, else --parallel, else 4)
     )
@@ -110,6 +113,7 @@ class RunOptions:
             raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
         self.run_limits()
         self.run_budget()
+        self.run_sample_budget()
         if self.row_subflows and self.engine != "prefect":
             raise UsageError("--row-subflows shapes the Prefect flow run: not with --engine local")
         if self.dask_address is not None and self.engine != "prefect":
@@ -143,6 +147,17 @@ class RunOptions:
             return parse_budget(self.budget, "--budget")
         except ValueError as exc:
             raise UsageError(f"--budget: {exc}") from None
+
+    def run_sample_budget(self) -> str | None:
+        """``--sample-budget``: ``fixed`` or a whole number of samples (UsageError otherwise)."""
+        given = self.sample_budget
+        if given is None or given == "fixed":
+            return given
+        if not (given.isascii() and given.isdigit() and len(given) <= 9 and int(given) >= 1):
+            raise UsageError(
+                f"--sample-budget must be fixed (what fixed k spends) or a whole number of samples >= 1, got {given!r}"
+            )
+        return given
 
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""

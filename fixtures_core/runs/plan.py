@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
 from fixtures_core.execution.judging import suites_of
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
+from fixtures_core.execution.sample_budget import SampleBudget, budget_total
 from fixtures_core.execution.spending import Spending
-from fixtures_core.parsing.matrix import adaptive_rows, load_matrix, samples_at_once, select
+from fixtures_core.parsing.matrix import adaptive_rows, budgeted_rows, load_matrix, samples_at_once, select
 from fixtures_core.parsing.suite import with_judge
 from fixtures_core.parsing.throughput import merge_limits
 from fixtures_core.parsing.validate import isolate_row_errors
@@ -79,6 +80,9 @@ def plan(options: RunOptions) -> Plan:
         selected = samples_at_once(selected)
     if options.adaptive:
         selected = adaptive_rows(selected)
+    if options.sample_budget is not None:
+        selected = budgeted_rows(selected)
+    _check_sample_budget(options, selected)
     if baseline is not None:
         check_overlap(selected, baseline)
     elif not options.dry_run:
@@ -103,6 +107,34 @@ def _check_budget_metric(options: RunOptions, matrix: Matrix) -> None:
         raise UsageError(f"--budget sums metric '{budget.metric}', which no row extracts (metrics: {known})")
 
 
+def _check_sample_budget(options: RunOptions, matrix: Matrix) -> None:
+    """``--sample-budget N`` must cover what its rows take at their max: the budget only moves samples
+    from decided rows to undecided ones (a smaller one would cut rows short: lower their max instead)."""
+    budgeted = [row for row in matrix.rows if row.budgeted]
+    if options.sample_budget is not None and not budgeted:
+        raise UsageError("--sample-budget shares samples among adaptive rows, and no row is adaptive (--adaptive)")
+    total = budget_total(options.run_sample_budget(), matrix.rows)
+    fixed = sum(row.repeat for row in budgeted)
+    if total is not None and total < fixed:
+        raise UsageError(
+            f"--sample-budget {total} is below the {fixed} samples its {len(budgeted)} adaptive rows take at their "
+            f"max (fixed k): give at least {fixed}, or lower their max"
+        )
+
+
+def sample_budget(options: RunOptions, planned: Plan) -> SampleBudget | None:
+    """The run's sample budget, when rows share one (a dry run spends nothing: none); a resumed run's
+    kept samples are spent already."""
+    rows = [row for row in planned.matrix.rows if row.budgeted]
+    total = budget_total(options.sample_budget, planned.matrix.rows)
+    if total is None or options.dry_run:
+        return None
+    resumed = planned.resumed or Resumed()
+    kept = {row.id: len(resumed.rows[row.id].samples if row.id in resumed.rows else resumed.samples.get(row.id, ()))
+            for row in rows}  # fmt: skip
+    return SampleBudget(total, rows, kept, done=set(resumed.rows))
+
+
 def sample_slots(options: RunOptions, matrix: Matrix) -> int:
     """Samples in flight across the run: ``--concurrency``, else the smallest ``concurrency`` of the
     fixture files, else ``--parallel`` (so ``--parallel 8`` alone still runs 8 samples at once), else 4;
@@ -114,9 +146,21 @@ def sample_slots(options: RunOptions, matrix: Matrix) -> int:
     return options.concurrency or min(declared, default=0) or options.parallel or default
 
 
+# With a sample budget a row undecided at its max waits for what later rows leave, holding its row's
+# thread; up to this many rows are in flight by default (a thread each, mostly waiting for a slot).
+BUDGET_ROWS_AT_ONCE = 256
+
+
 def rows_at_once(options: RunOptions, matrix: Matrix) -> int:
-    """Rows in flight: ``--parallel``, else as many as there are sample slots."""
-    return options.parallel or sample_slots(options, matrix)
+    """Rows in flight: ``--parallel``, else as many as there are sample slots; with a sample budget, every
+    row (up to ``BUDGET_ROWS_AT_ONCE``): slots still bound the samples in flight, earliest row first, and
+    a row that waits for left-over samples does not keep a later row from starting."""
+    if options.parallel:
+        return options.parallel
+    slots = sample_slots(options, matrix)
+    if options.dry_run or not any(row.budgeted for row in matrix.rows):
+        return slots
+    return max(slots, min(len(matrix.rows), BUDGET_ROWS_AT_ONCE))
 
 
 def run_limits(options: RunOptions, matrix: Matrix) -> tuple[Limit, ...]:
@@ -148,7 +192,9 @@ def pool_for(
         for sample in kept:
             spending.charge(row, sample)
     limits = run_limits(options, planned.matrix)
-    with sample_pool(sample_slots(options, planned.matrix), limits, spending, gate, order, resumed) as pool:
+    budget = sample_budget(options, planned)
+    slots = sample_slots(options, planned.matrix)
+    with sample_pool(slots, limits, spending, gate, order, resumed, budget) as pool:
         yield pool
 
 

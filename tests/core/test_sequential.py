@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from fixtures_core.results import Check, MetricValue, SampleResult, row_status
-from fixtures_core.sequential import FLAKY_FLOOR, decide, sprt
+from fixtures_core.sequential import FLAKY_FLOOR, decide, progress, sprt
 from fixtures_core.spec import Expectation, MetricSpec, RowSpec, Sampling, Threshold
 
 
@@ -188,3 +188,35 @@ def test_overwhelming_evidence_never_overflows() -> None:
 def test_skipped_samples_of_a_dry_run_decide_nothing() -> None:
     skipped = [replace(sample(i, False), status="SKIP") for i in range(20)]
     assert not decide(row(pass_rate=1.0), skipped).decided
+
+
+def test_curtailment_looks_ahead_to_the_most_samples_a_row_may_take() -> None:
+    # The failure-then-passes row above is curtailed after 17 against a max of 20 (16 >= 0.8 x 20); a row
+    # that may go on to 60 (a budgeted one) is not: 16 of at most 60 is far from 0.8 x 60 = 48 either way.
+    taken = [sample(i, ok) for i, ok in enumerate([False] + [True] * 16)]
+    assert decide(row(), taken).curtailed and decide(row(), taken, 20).curtailed
+    assert not decide(row(), taken, 60).decided
+    # Decided by its sequential test, a row is not curtailed, whatever it looks ahead to.
+    passing = [sample(i, True) for i in range(10)]
+    assert [decide(row(), passing, most).curtailed for most in (20, 60)] == [False, False]
+    # A median is curtailed once more than half of the most values are on one side (see above): 11 of 20.
+    latency = MetricSpec("s", "json.s", "s", "f.md", 2, aggregate="median", threshold=Threshold(max=30.0))
+    values = [sample(i, True, s=50.0 if i % 3 == 2 else 5.0) for i in range(16)]
+    assert decide(row(metrics=(latency,)), values).curtailed
+
+
+def test_progress_is_the_evidence_of_the_side_ahead_on_a_log_scale() -> None:
+    budgeted = Sampling(max=20, budget=True)  # may take up to 60: curtailment looks ahead to 60
+    # Fails samples 4, 9 and 14: 16/19 against the zone 0.7 .. 0.9. Evidence for "high": the mean of
+    # (0.9/0.7)^16 (0.1/0.3)^3 = 2.065 and the extreme alternative, ruled out by a failure: 1.033. For "low":
+    # (0.3/0.1)^3 (0.7/0.9)^16 / 2 = 0.242. The side ahead: ln(1.033) / ln(20) = 0.0107, barely any evidence.
+    edge = [sample(i, i % 5 != 4) for i in range(19)]
+    assert math.isclose(progress(row(sampling=budgeted), edge) or 0.0, 0.0107, abs_tol=1e-4)
+    assert progress(row(), edge) is None  # without the budget it is curtailed (16 >= 0.8 x 20): decided
+    # pass_rate 1 (zone 0.9 .. 1), 20 passes: (1/0.9)^20 = 8.23, so ln(8.23) / ln(20) = 0.703: further on.
+    strict = row(pass_rate=1.0, sampling=budgeted)
+    assert math.isclose(progress(strict, [sample(i, True) for i in range(20)]) or 0.0, 0.7034, abs_tol=1e-4)
+    # A mean gate has no test: no progress to compare, so a budgeted row with one gets no extra samples.
+    mean = MetricSpec("s", "json.s", "s", "f.md", 2, threshold=Threshold(max=30.0))
+    assert progress(row(metrics=(mean,), sampling=budgeted), [sample(i, True, s=5.0) for i in range(20)]) is None
+    assert progress(row(sampling=budgeted), edge[:2]) is None  # before min nothing is read

@@ -27,7 +27,7 @@ from fixtures_core.results import (
     combine_outcomes,
     worst,
 )
-from fixtures_core.spec import Aggregate, Direction, Expectation, MetricSpec, RowSpec, Threshold
+from fixtures_core.spec import Aggregate, Direction, Expectation, MetricSpec, RowSpec, Sampling, Threshold
 
 # A sample value is a number (extracted), None (the command failed: not evaluated) or "error".
 Value = float | None | str
@@ -478,3 +478,14 @@ metrics:
     assert near.comparison is not None
     assert near.comparison.regression_percent == pytest.approx(24 / 101 * 100)  # 23.8% <= 25%
     assert by_name["CLI near"].status == "PASS"
+
+
+def test_an_adaptive_row_that_stopped_early_gates_its_metric_on_the_samples_it_took() -> None:
+    # 10 of at most 20 samples, each 50 ms against a median max of 30: the metric is judged on those 10 and
+    # fails the row. (It used to read "not evaluated: 10 of 20 samples gave a value", and the row passed.)
+    slow = replace(spec("slow", ms_metric(aggregate="median", maximum=30.0), repeat=20), sampling=Sampling(max=20))
+    (finished,) = finalize_rows([slow], [result(slow, [50.0] * 10)])
+    assert finished.metrics["ms"].status == "fail" and finished.status == "FAIL"
+    fixed = replace(slow, sampling=None)  # a fixed row cut short still needs its every sample
+    (cut,) = finalize_rows([fixed], [result(fixed, [50.0] * 10)])
+    assert (cut.metrics["ms"].status, cut.metrics["ms"].error) == ("not_evaluated", "10 of 20 samples gave a value")

@@ -386,6 +386,15 @@ def test_adaptive_sampling_takes_the_rows_repeat_as_max_and_columns_override(tmp
     assert c.pass_rate == 1.0
 
 
+def test_a_budgeted_row_may_take_twice_its_max_more_unless_it_says(tmp_path: Path) -> None:
+    text = "---\nrepeat: 10\nsampling: {budget: fixed}\n---\n| Name | Command | Sampling |\n|---|---|---|\n"
+    text += "| a | x | |\n| c | x | adaptive |\n\n### command: b\n\n"
+    a, c, b = parse(tmp_path, text + "```yaml\nsampling: {budget: fixed, max_extra: 0}\n```\n\n```bash\ntrue\n```\n")
+    assert a.budgeted and (a.repeat, a.most_samples, a.longest_s) == (10, 30, 3 * a.timeout_s)  # max 10 + 2 x 10
+    assert b.budgeted and b.most_samples == 10  # max_extra: 0 takes no extra, and leaves what it does not take
+    assert not c.budgeted and c.most_samples == 10  # a row's own sampling replaces the file's
+
+
 def test_adaptive_sampling_without_a_repeat_takes_at_most_20(tmp_path: Path) -> None:
     (row,) = parse(
         tmp_path, "---\nsampling: {min: 5, confidence: 0.99}\n---\n| Name | Command |\n|---|---|\n| a | x |\n"
@@ -401,7 +410,12 @@ def test_adaptive_sampling_without_a_repeat_takes_at_most_20(tmp_path: Path) -> 
         ("sampling: {min: 5, max: 2}", "sampling.max: max 2 is below min 5"),
         ("sampling: {confidence: 1}", "sampling.confidence: must be a number between 0.5 and 1 (exclusive)"),
         ("sampling: {margin: 0.6}", "sampling.margin: must be a number between 0 and 0.5 (exclusive)"),
-        ("sampling: {spare: 1}", "sampling.spare: unknown key (known: mode, min, max, confidence, margin)"),
+        (
+            "sampling: {spare: 1}",
+            "sampling.spare: unknown key (known: mode, min, max, confidence, margin, budget, max_extra)",
+        ),
+        ("sampling: {budget: 500}", "sampling.budget: must be fixed (spend at most what fixed k would; a number is"),
+        ("sampling: {budget: fixed, max_extra: -1}", "sampling.max_extra: must be a whole number >= 0"),
         ("pass_rate: 1.5", "pass_rate: must be a share of samples in (0, 1] such as 0.8 or 80%, got 1.5"),
         ("pass_rate: most", "pass_rate: must be a share of samples in (0, 1] such as 0.8 or 80%, got 'most'"),
     ],

@@ -12,7 +12,7 @@ import pytest
 
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe
-from fixtures_core.results import Check, Outcomes, RowResult, SampleResult, Status
+from fixtures_core.results import BudgetFigures, Check, Outcomes, RowResult, Sampled, SampleResult, Status
 
 
 def sample(index: int, status: Status, ms: float, stdout: str = "", stderr: str = "", **fields: object) -> SampleResult:
@@ -173,3 +173,49 @@ def test_every_report_shows_the_saving_of_adaptive_sampling(matrix_run: RunResul
     assert f"adaptive sampling: {saving}" in shown.getvalue()
     assert f"Adaptive sampling (4 rows: {saving})" in markdown.render(adaptive)
     assert f"adaptive sampling: {saving}" in html.html(adaptive)
+
+
+def budgeted_run(run: RunResult) -> RunResult:
+    """``run`` (4 rows of 5 samples) as if its rows shared a sample budget of fixed k with max 4: the first
+    decided, the second curtailed, the third took 1 extra sample and was undecided when the budget ran out,
+    the fourth took 2 and reached its cap of 7 (extras are counted past each row's own stop point)."""
+    ends = iter(
+        [Sampled("decided", 0, 12), Sampled("curtailed", 0, 12), Sampled("budget", 1, 12), Sampled("cap", 2, 7)]
+    )
+
+    def change(found: RowResult) -> RowResult:
+        return replace(found, repeat=4, sampling="...", sampled=next(ends))
+
+    fixtures = tuple(replace(f, rows=tuple(change(r) for r in f.rows)) for f in run.fixtures)
+    rows = [row for f in fixtures for row in f.rows]
+    return replace(run, fixtures=fixtures, summary=replace(run.summary, sample_budget=BudgetFigures.of(16, rows)))
+
+
+def test_a_sample_budget_says_what_it_spent_and_how_its_rows_ended(matrix_run: RunResult) -> None:
+    run = budgeted_run(matrix_run)
+    figures = run.summary.sample_budget
+    # 4 rows took 5 samples each: 20 of a budget of 16 (what the figures count is what the rows took).
+    assert figures is not None and (figures.spent, figures.fixed, figures.extra_rows, figures.extra) == (20, 16, 2, 3)
+    assert describe.sampling_saving(run) == (
+        "20 of a sample budget of 16 spent (fixed k: 16); 4 rows: 1 decided, 1 curtailed, 1 undecided at their "
+        "cap, 1 undecided when the budget ran out; 2 rows took 3 extra samples"
+    )
+    cells = [describe.passed_cell(row) for row in run.rows]
+    assert cells[0].endswith("/5 (max 4)") and cells[2].endswith("/5 (max 4, +1 extra)")
+
+
+def test_every_report_shows_what_the_sample_budget_spent(matrix_run: RunResult) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from fixtures_core.reports import html, markdown, terminal
+
+    run = budgeted_run(matrix_run)
+    spending = describe.sampling_saving(run)
+    shown = StringIO()
+    terminal.render(run, Console(file=shown, width=400))
+    assert f"adaptive sampling: {spending}" in shown.getvalue()
+    assert f"Adaptive sampling (4 rows: {spending})" in markdown.render(run)
+    assert f"adaptive sampling: {spending}" in html.html(run)
+    assert "+2 extra" in shown.getvalue() and "+2 extra" in markdown.render(run) and "+2 extra" in html.html(run)

@@ -75,6 +75,24 @@ def test_a_row_that_stops_early_shortens_the_total() -> None:
     assert progress.snapshot().samples_total == 1
 
 
+def test_samples_past_a_rows_max_never_show_more_done_than_planned() -> None:
+    # A row that shares a sample budget may take extra samples past its repeat: 5 of alpha's planned 4.
+    m = matrix()
+    alpha = m.rows[0]
+    clock = Clock()
+    progress = Progress(m, clock)
+    progress.row_started(alpha)
+    for index in range(5):
+        progress.sample_finished(alpha, sample(index, "PASS"))
+    clock.now += 10
+    s = progress.snapshot()
+    assert (s.samples_done, s.samples_total) == (5, 8)
+    for index in range(5, 9):
+        progress.sample_finished(alpha, sample(index, "PASS"))
+    s = progress.snapshot()
+    assert (s.samples_done, s.samples_total, s.eta_s) == (9, 9, 0)  # never 9/8, never a negative ETA
+
+
 def test_plain_line_says_everything_on_one_line() -> None:
     clock = Clock()
     m = matrix()
