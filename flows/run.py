@@ -63,9 +63,10 @@ ADAPTIVE_HELP = (
     "Adaptive sampling for rows that do not say sampling: a row stops once more samples could not change its "
     "verdict at 95% confidence (at least 3 samples, at most its repeat); see README 'Pass rate and adaptive sampling'."
 )
-ROW_SUBFLOWS_HELP = (
-    "Run each row as a Prefect subflow run holding its sample tasks (the design card's shape; costs about "
-    "0.3-2 s per row on a local server: rows are task runs by default)."
+ROW_SUBFLOWS_HELP = "Each row a Prefect subflow run holding its sample tasks: the default (kept for old scripts)."
+ROWS_AS_TASKS_HELP = (
+    "Run each row as a task run of the matrix's flow run, its samples nested tasks, instead of a subflow run "
+    "per row (the default)."
 )
 LIMIT_HELP = "Cap per property value: PROPERTY=N in flight, or PROPERTY=N/minute (repeatable)."
 BUDGET_HELP = "Start no sample once a metric summed over the run reaches a cap: 'cost_usd <= 5'."
@@ -133,6 +134,7 @@ def run_command(
     parallel_samples: Annotated[bool, typer.Option("--parallel-samples", help=PARALLEL_SAMPLES_HELP)] = False,
     adaptive: Annotated[bool, typer.Option("--adaptive", help=ADAPTIVE_HELP)] = False,
     row_subflows: Annotated[bool, typer.Option("--row-subflows", help=ROW_SUBFLOWS_HELP)] = False,
+    rows_as_tasks: Annotated[bool, typer.Option("--rows-as-tasks", help=ROWS_AS_TASKS_HELP)] = False,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
     limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
     budget: Annotated[Optional[str], typer.Option("--budget", help=BUDGET_HELP)] = None,
@@ -190,7 +192,7 @@ def run_command(
         engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
-        row_subflows=row_subflows,
+        row_subflows=row_subflows, rows_as_tasks=rows_as_tasks,
     )  # fmt: skip
     options.check()  # before --resume reads the state folder (plan checks the resumed options again)
     options = resume_options(options)
