@@ -39,10 +39,11 @@ from uuid import UUID
 import httpx
 from prefect import Flow, flow, get_run_logger, task
 from prefect.client.orchestration import SyncPrefectClient, get_client
-from prefect.client.schemas.objects import FlowRun, State
+from prefect.client.schemas.actions import FlowRunCreate
+from prefect.client.schemas.objects import FlowRun, FlowRunPolicy, State
 from prefect.context import FlowRunContext, SettingsContext, get_settings_context
 from prefect.flow_engine import run_flow
-from prefect.states import Pending
+from prefect.states import Pending, to_state_create
 
 from fixtures_core.spec import RowSpec
 
@@ -111,16 +112,24 @@ def creating_client() -> SyncPrefectClient:
     return get_client(sync_client=True, httpx_settings={"event_hooks": {"response": [_refuse]}})
 
 
-def create(client: SyncPrefectClient, parent: UUID, row: RowSpec, run_id: str, tags: Sequence[str]) -> RowSubflow:
+def create(
+    client: SyncPrefectClient, flow_id: UUID, parent: UUID, row: RowSpec, run_id: str, tags: Sequence[str]
+) -> RowSubflow:
     """The row's subflow run, created Pending under the ``parent`` flow run, named after the row and tagged,
-    with ``creating_client``: each call is tried again a few milliseconds after SQLite refused it."""
+    with ``creating_client``: each call is tried again a few milliseconds after SQLite refused it.
+    ``flow_id`` is ``row_flow``'s (``client.create_flow``, once per run: Prefect's ``create_flow_run``
+    would register the flow again before every flow run)."""
     parameters = describe(row, run_id)
     standing = _created(lambda: client.create_task_run(
         _STANDS_FOR, flow_run_id=parent, dynamic_key=row.id, name=row.name, state=Pending()))  # fmt: skip
     shaped = row_flow.with_options(timeout_seconds=row.timeout_s)  # named at creation: no flow_run_name to set
-    flow_run = _created(lambda: client.create_flow_run(
-        shaped, name=row.name, parameters=parameters, tags=list(tags), parent_task_run_id=standing.id,
-        state=Pending()))  # fmt: skip
+    wanted = FlowRunCreate(
+        flow_id=flow_id, flow_version=shaped.version, name=row.name, parameters=parameters, tags=list(tags),
+        parent_task_run_id=standing.id, state=to_state_create(Pending()),
+        empirical_policy=FlowRunPolicy(retries=shaped.retries, retry_delay=0),
+    )  # fmt: skip
+    body = wanted.model_dump(mode="json", exclude_unset=True)
+    flow_run = FlowRun.model_validate(_created(lambda: client.request("POST", "/flow_runs/", json=body)).json())
     return RowSubflow(flow_run, standing.id, shaped, parameters)
 
 
@@ -157,9 +166,10 @@ class RowSubflows:
         def make_all() -> None:
             try:
                 with creating_client() as client:
+                    flow_id = client.create_flow(row_flow)
                     for row in rows:
                         self._room.acquire()
-                        self._made[row.id].set_result(create(client, parent, row, run_id, tags))
+                        self._made[row.id].set_result(create(client, flow_id, parent, row, run_id, tags))
             except BaseException as exc:  # every row left raises it when it takes its subflow run
                 for made in self._made.values():
                     if not made.done():
@@ -192,7 +202,7 @@ class RowSubflow:
     def __init__(self, flow_run: FlowRun, standing_for: UUID, shaped: Flow[..., Any], parameters: dict[str, Any]):
         self.flow_run = flow_run
         self.task_run_id = standing_for  # the task run that stands for it in the matrix's flow run
-        self._flow, self._parameters = shaped, parameters
+        self.flow, self._parameters = shaped, parameters  # the row's flow: its budget is its timeout_seconds
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._sampled = threading.Event()  # the row's samples are done: it only waits for its final state
@@ -207,7 +217,7 @@ class RowSubflow:
         parent = FlowRunContext.get()
         assert parent is not None, "a row's samples run inside its run's flow"
         # A copy per call: a context is entered by one thread at a time.
-        with parent.model_copy(update={"flow_run": self.flow_run, "flow": self._flow, "parameters": self._parameters}):
+        with parent.model_copy(update={"flow_run": self.flow_run, "flow": self.flow, "parameters": self._parameters}):
             return call()
 
     def sampled(self) -> None:
@@ -272,7 +282,7 @@ class RowSubflow:
 
     def _execute(self) -> None:
         try:
-            self._outcome = run_flow(self._flow, flow_run=self.flow_run, parameters=self._parameters,
+            self._outcome = run_flow(self.flow, flow_run=self.flow_run, parameters=self._parameters,
                                      return_type="state")  # type: ignore[assignment]  # fmt: skip
         except BaseException as exc:  # handed to the row's thread, which raises it
             self._outcome = exc

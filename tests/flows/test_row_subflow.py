@@ -38,23 +38,28 @@ class Server:
         self.task_runs.append({"flow_run_id": flow_run_id, "dynamic_key": dynamic_key, "task": task, **given})
         return TaskRun(id=uuid.uuid4(), flow_run_id=flow_run_id, task_key=task.task_key, dynamic_key=dynamic_key)
 
-    def create_flow_run(self, flow: Any, **given: Any) -> FlowRun:
-        self.flow_runs.append({"flow": flow, **given})
-        keep = {key: given[key] for key in ("name", "parameters", "tags", "parent_task_run_id")}
-        return FlowRun(id=uuid.uuid4(), flow_id=uuid.uuid4(), **keep)
+    def request(self, method: str, path: str, json: dict[str, Any]) -> httpx.Response:
+        assert (method, path) == ("POST", "/flow_runs/")
+        self.flow_runs.append(json)
+        created = FlowRun(id=uuid.uuid4(), **{k: v for k, v in json.items() if k in FlowRun.model_fields})
+        return httpx.Response(201, json=created.model_dump(mode="json"))
+
+
+FLOW_ID = uuid.uuid4()
 
 
 def test_a_row_subflow_run_is_created_under_the_matrix_named_tagged_with_the_rows_own_budget() -> None:
     server = Server()
-    made = row_subflow.create(server, PARENT, ROW, "20261202T000000Z-abc123", ["assay", "nightly"])  # type: ignore[arg-type]
+    made = row_subflow.create(server, FLOW_ID, PARENT, ROW, "20261202T000000Z-abc123", ["assay", "nightly"])  # type: ignore[arg-type]
     [standing] = server.task_runs
     assert standing["flow_run_id"] == PARENT and standing["name"] == "API high"
     assert standing["dynamic_key"] == ROW.id, "keyed by the row: creating it again finds the same task run"
     [created] = server.flow_runs
-    assert created["flow"].timeout_seconds == 7.5, "the row's own budget"
-    assert created["flow"].retries == 0 and created["flow"].name == "assay-row"
+    assert made.flow.timeout_seconds == 7.5, "the row's own budget"
+    assert made.flow.retries == 0 and made.flow.name == "assay-row" and created["flow_id"] == str(FLOW_ID)
+    assert created["empirical_policy"]["retries"] == 0 and created["state"]["type"] == "PENDING"
     assert created["name"] == "API high" and created["tags"] == ["assay", "nightly"]
-    assert created["parent_task_run_id"] == made.task_run_id == made.flow_run.parent_task_run_id
+    assert created["parent_task_run_id"] == str(made.task_run_id) == str(made.flow_run.parent_task_run_id)
     assert created["parameters"] == {
         "row": "API high", "file": "suite.md", "line": 12, "repeat": 3, "timeout_seconds": 7.5,
         "run_id": "20261202T000000Z-abc123",
@@ -69,7 +74,7 @@ def test_a_creation_sqlite_refused_is_tried_again_within_milliseconds(monkeypatc
     pauses: list[float] = []
     monkeypatch.setattr(row_subflow.time, "sleep", pauses.append)
     server = Server(refusals=3)
-    row_subflow.create(server, PARENT, ROW, "run", [])  # type: ignore[arg-type]
+    row_subflow.create(server, FLOW_ID, PARENT, ROW, "run", [])  # type: ignore[arg-type]
     assert len(server.task_runs) == 1 and len(pauses) == 3
     assert max(pauses) < 0.2, pauses  # 20 ms, 40 ms, 80 ms (jittered by +-50%), not Prefect's 2 s, 4 s, 8 s
 
@@ -79,7 +84,7 @@ def test_a_refusal_that_lasts_past_a_minute_is_raised(monkeypatch: pytest.Monkey
     monkeypatch.setattr(row_subflow.time, "monotonic", lambda: float(next(clock)))
     monkeypatch.setattr(row_subflow.time, "sleep", lambda _: None)
     with pytest.raises(row_subflow._Refused, match="POST /task_runs/: HTTP 503"):
-        row_subflow.create(Server(refusals=1000), PARENT, ROW, "run", [])  # type: ignore[arg-type]
+        row_subflow.create(Server(refusals=1000), FLOW_ID, PARENT, ROW, "run", [])  # type: ignore[arg-type]
 
 
 def test_other_answers_pass_the_response_hook_untouched() -> None:

@@ -274,11 +274,12 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run_which_resumes_it(
         assert started.exists()
         [run_id] = [folder.name for folder in (state / "runs").iterdir()]
         [killed] = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run_id])))
-        # Until the API shows the slow row running: its subflow run and its sample's task run (a wait for
-        # the server to record them, bounded).
+        # Until the API shows the quick row ended and the slow one running, its subflow run and its sample's
+        # task run (a wait for the server to record them, bounded).
         for _ in range(600):
             before = view(client, killed.id)
-            if "slow #0" in before.tasks and _state_type(before.tasks["slow #0"]) == "RUNNING":
+            quick_ended = "quick" in before.subflows and _state_type(before.subflows["quick"]) == "COMPLETED"
+            if quick_ended and "slow #0" in before.tasks and _state_type(before.tasks["slow #0"]) == "RUNNING":
                 break
             time.sleep(0.1)
     finally:
