@@ -1,7 +1,7 @@
-"""The default engine on a reused local server, side by side with ``--engine local``,
-Prefect's temporary server and promptfoo, in one run.
+"""The default engine on a reused local server, side by side with ``--rows-as-tasks``,
+``--engine local``, Prefect's temporary server and promptfoo, in one run.
 
-    python bench/reuse.py [--rounds 5] [--temporary-rounds 2] [--out bench/results/reuse.json]
+    python bench/reuse.py [--rounds 5] [--temporary-rounds 2] [--postgres] [--out bench/results/reuse.json]
 
 Two matrices: ``examples/matrix.md`` (4 rows x 5 samples of the fake agent,
 CEL and metrics) and 200 samples of ``true`` (20 rows x repeat 10, the
@@ -9,12 +9,17 @@ matrix of bench/overhead.py). Variants, each the whole wall time of a child
 process (interpreter start to exit):
 
   local       python -m flows.run M --engine local
-  reused      python -m flows.run M           the default: this Prefect home's local server, already up
-  subflows    python -m flows.run M --row-subflows   reused, with each row a subflow run (the design card's shape)
+  default     python -m flows.run M           this Prefect home's local server, already up; each row a
+                                              subflow run (the design card's shape, the default)
+  tasks       python -m flows.run M --rows-as-tasks   the same server, each row a task run
   temporary   python -m flows.run M           with ASSAY_PREFECT_SERVER=temporary: a server per run
   promptfoo   promptfoo eval of the same 200 samples (exec provider, -j 4), when on PATH
   floor       Prefect's own floor on the same server: a child that imports Prefect and runs the
               smallest flow (one parameter, no task, heartbeat off, console quiet), nothing of assay
+
+With ``--postgres``, ``pg-default`` and ``pg-tasks`` run the same two
+commands against a Prefect server on PostgreSQL (``deployments/postgres_server.py``
+in a temporary folder), interleaved with the others.
 
 First, in a brand-new Prefect home, the script times the local server's
 first start (``assay server start``: it creates the database) and the first
@@ -41,8 +46,15 @@ from overhead import promptfoo_config  # noqa: E402
 
 EXAMPLE = c.REPO / "examples" / "matrix.md"
 ROWS, REPEAT = 20, 10
-GOAL = 2.0  # reused / local on examples/matrix.md, second run onward
-SUBFLOW_BOUND = 2.5  # issue 19: the card's shape may be the default only within 2.5x of --engine local
+# Issue 29's goals, each a ratio of medians of the same run.
+GOALS = (
+    ("200/default", "200/tasks", 1.3, "200 samples: the default (row subflows) within 1.3x of --rows-as-tasks"),
+    ("200/default", "200/promptfoo", 1.0, "200 samples: the default at or below promptfoo"),
+    ("examples/default", "examples/local", 2.5, "examples/matrix.md: the default within 2.5x of --engine local"),
+    ("pg-200/default", "pg-200/tasks", 1.3, "PostgreSQL, 200 samples: the default within 1.3x of --rows-as-tasks"),
+    ("pg-examples/default", "examples/local", 2.5, "PostgreSQL, examples/matrix.md: within 2.5x of --engine local"),
+)
+POSTGRES_SCRIPT = c.REPO / "deployments" / "postgres_server.py"
 FLOOR_CODE = """
 from prefect import flow
 from prefect.settings import temporary_settings
@@ -62,16 +74,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temporary-rounds", type=int, default=2, help="rounds that also run a temporary server (2)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "reuse.json"), help="JSON file")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before one child is killed (300)")
+    parser.add_argument("--postgres", action="store_true", help="also run default and tasks on a PostgreSQL server")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.temporary_rounds < 0:
         parser.error("--rounds must be >= 1 and --temporary-rounds >= 0")
     c.raise_on_sigterm()
     work = Path(tempfile.mkdtemp(prefix="assay-bench-reuse-"))
     home = work / "prefect-home"
+    # Not under ``work``: as root, PostgreSQL runs as the postgres user, who must reach its folder.
+    postgres = Path(tempfile.mkdtemp(prefix="assay-bench-pg-")) if args.postgres else None
     try:
-        document = run_all(args, work, home)
+        document = run_all(args, work, home, postgres)
     finally:
         _stop_local_server(home)
+        if postgres is not None:
+            c.measure(
+                [c.python(), str(POSTGRES_SCRIPT), "stop", "--dir", str(postgres)], env=c.child_env(), timeout=120
+            )
+            shutil.rmtree(postgres, ignore_errors=True)
         after = c.kill_leftovers()
         shutil.rmtree(work, ignore_errors=True)
     document["leftover_processes"] = after
@@ -85,7 +105,7 @@ def _stop_local_server(home: Path) -> None:
     stop(home.resolve())
 
 
-def run_all(args: argparse.Namespace, work: Path, home: Path) -> dict[str, object]:
+def run_all(args: argparse.Namespace, work: Path, home: Path, postgres: Path | None) -> dict[str, object]:
     py = c.python()
     big = true_fixture(work, ROWS, REPEAT)
     local_env = c.child_env(prefect_home=home, server="local", ASSAY_PREFECT_PORT=str(c.free_port()))
@@ -115,13 +135,24 @@ def run_all(args: argparse.Namespace, work: Path, home: Path) -> dict[str, objec
     floor_env = c.child_env(prefect_home=home, api_url=server.api_url)
     variants: dict[str, Callable[[], c.Measured]] = {
         "examples/local": run(EXAMPLE, local_env, "--engine", "local"),
-        "examples/reused": run(EXAMPLE, local_env),
-        "examples/subflows": run(EXAMPLE, local_env, "--row-subflows"),
+        "examples/default": run(EXAMPLE, local_env),
+        "examples/tasks": run(EXAMPLE, local_env, "--rows-as-tasks"),
         "prefect/floor": lambda: c.measure([py, "-c", FLOOR_CODE], env=floor_env, cwd=work, timeout=args.timeout),
         "200/local": run(big, local_env, "--engine", "local"),
-        "200/reused": run(big, local_env),
-        "200/subflows": run(big, local_env, "--row-subflows"),
+        "200/default": run(big, local_env),
+        "200/tasks": run(big, local_env, "--rows-as-tasks"),
     }
+    if postgres is not None:
+        print("a Prefect server on PostgreSQL (deployments/postgres_server.py)", file=sys.stderr)
+        started = c.measure([py, str(POSTGRES_SCRIPT), "start", "--dir", str(postgres)], env=c.child_env(),
+                            cwd=work, timeout=args.timeout)  # fmt: skip
+        assert started.ok, started.stderr_tail
+        pg_env = c.child_env(prefect_home=postgres / "prefect-home",
+                             api_url=started.stdout.strip().removeprefix("PREFECT_API_URL="))  # fmt: skip
+        document["postgres_start_s"] = started.wall_s
+        for matrix, fixture in (("pg-examples", EXAMPLE), ("pg-200", big)):
+            variants[f"{matrix}/default"] = run(fixture, pg_env)
+            variants[f"{matrix}/tasks"] = run(fixture, pg_env, "--rows-as-tasks")
     promptfoo = shutil.which("promptfoo")
     if promptfoo is not None:
         config = promptfoo_config(work, ROWS, REPEAT)
@@ -174,24 +205,22 @@ def print_report(document: dict[str, object]) -> None:
           f"first temporary-server run (its database too): {first['temporary_first_run_s']:.1f} s")  # type: ignore[index]  # fmt: skip
     rows = []
     for key, figures in variants.items():
-        matrix = key.split("/")[0]
+        matrix = key.split("/")[0].removeprefix("pg-")
         local = variants.get(f"{matrix}/local") or variants["examples/local"]
+        tasks = variants.get(f"{key.split('/')[0]}/tasks")
         wall = figures["wall_s"]["median"]  # type: ignore[index]
         ratio = wall / local["wall_s"]["median"] if local else None  # type: ignore[index]
+        over_tasks = wall / tasks["wall_s"]["median"] if tasks else None  # type: ignore[index]
         runs = len(figures["runs"])  # type: ignore[arg-type]
-        rows.append([key, runs, wall, figures["wall_s"]["min"], figures["wall_s"]["max"], ratio,  # type: ignore[index]
+        rows.append([key, runs, wall, figures["wall_s"]["min"], figures["wall_s"]["max"], ratio, over_tasks,  # type: ignore[index]
                      figures["peak_rss_mb"], ",".join(map(str, figures["exit_codes"]))])  # type: ignore[call-overload]  # fmt: skip
-    print(c.table(["matrix/variant", "runs", "median s", "min s", "max s", "x local", "RSS MB", "exit"], rows))
-    reused, local = variants["examples/reused"], variants["examples/local"]
-    ratio = reused["wall_s"]["median"] / local["wall_s"]["median"]  # type: ignore[index]
-    print(f"goal: examples/matrix.md on the reused server within {GOAL:g}x of --engine local: "
-          f"{ratio:.2f}x [{'met' if ratio <= GOAL else 'MISSED'}]")  # fmt: skip
-    subflows = variants.get("examples/subflows")
-    if subflows:
-        shaped = subflows["wall_s"]["median"] / local["wall_s"]["median"]  # type: ignore[index]
-        within = "within" if shaped <= SUBFLOW_BOUND else "beyond"
-        print(f"--row-subflows on examples/matrix.md: {shaped:.2f}x of --engine local "
-              f"[{within} the {SUBFLOW_BOUND:g}x a default may cost]")  # fmt: skip
+    print(
+        c.table(["matrix/variant", "runs", "median s", "min s", "max s", "x local", "x tasks", "RSS MB", "exit"], rows)
+    )
+    for key, against, goal, what in GOALS:
+        if key in variants and against in variants:
+            ratio = variants[key]["wall_s"]["median"] / variants[against]["wall_s"]["median"]  # type: ignore[index]
+            print(f"goal: {what}: {ratio:.2f}x [{'met' if ratio <= goal else 'MISSED'}]")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
-"""The Prefect flow: one row task per row, nested sample tasks, a finalize task.
+"""The Prefect flow: one subflow run per row holding its sample tasks, and a finalize task.
 
-Rows are tasks by default: measured here, a subflow costs 0.3-2.5 s on a
-local SQLite server (it answers 503 while digesting their events) and a task
-about 5 ms. ``--row-subflows`` gives the design card's shape, a subflow run
-per row holding its sample tasks, for those who want it in the UI. Sample
-tasks never retry and never cache (a cached sample would silently not run).
-Deadlines are enforced by ``fixtures_core.execution.sampling`` because
-Prefect's timeouts cannot interrupt a blocking call in a thread.
+That is the design card's shape and the default (``flows.row_subflow``: each
+row's subflow run, its own budget as timeout, no retries, the run's tags);
+``--rows-as-tasks`` makes each row a task run of the matrix's flow run
+instead, its samples nested tasks. Sample tasks never retry and never cache
+(a cached sample would silently not run). Deadlines are enforced by
+``fixtures_core.execution.sampling`` because Prefect's timeouts cannot
+interrupt a blocking call in a thread.
 
-Row tasks run on a thread pool (rows in flight); each takes slots for its
-samples from the run's one pool of sample slots (``runs.plan.pool_for``) and
-runs its sample tasks as children on the pool's threads, or on Dask workers
+Rows run on a thread pool (rows in flight); each takes slots for its samples
+from the run's one pool of sample slots (``runs.plan.pool_for``) and runs its
+sample tasks on the pool's threads, or on Dask workers
 (``flows.dask_workers``). ``limits`` also go through Prefect's global
 concurrency limits (``flows.concurrency``), which hold across flow runs.
 
@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
-from uuid import UUID
 
 from flows.prefect_env import quiet_prefect
 
@@ -77,7 +76,7 @@ from fixtures_core.runs.options import RunOptions, settings_for, store_for  # no
 from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
-from flows import states  # noqa: E402
+from flows import row_subflow, states  # noqa: E402
 from flows.abandoned import Owner, mark_abandoned  # noqa: E402
 from flows.api_watch import ApiWatch  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402
@@ -89,6 +88,7 @@ from flows.lease_guard import LeaseGuard  # noqa: E402
 from flows.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
 from flows.parameters import MatrixParameters, flow_args_doc, flow_signature  # noqa: E402
 from flows.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
+from flows.row_subflow import RowSubflow, RowSubflows  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
 
 T = TypeVar("T")
@@ -135,7 +135,7 @@ class _LiveRun:
     # Looked up, not a row task parameter: a sample task on Dask carries its parent task's parameters
     # to the worker, and the recorder (its progress display) stays in this process.
     recorder: Recorder | None = None
-    row_runs: dict[str, UUID] = field(default_factory=dict)  # --row-subflows: each row's task run in the flow run
+    subflows: RowSubflows | None = None  # the rows' subflow runs (the default shape)
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -182,27 +182,22 @@ def row_task(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
     return _row(row, settings, k)
 
 
-def _row_flow(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
-    """``row_task`` as a subflow run (``--row-subflows``): the row's flow run holds its sample tasks."""
-    context = FlowRunContext.get()
-    live = _live(settings.run_id)
-    if context is not None and context.flow_run is not None and context.flow_run.parent_task_run_id:
-        # The task run that stands for this subflow in the matrix flow run: what finalize waits on.
-        live.row_runs[row.id] = context.flow_run.parent_task_run_id
-    return _row(row, settings, k)
+def _row_in_subflow(row: RowSpec, settings: RunSettings, k: int | None, subflows: RowSubflows) -> State[Any]:
+    """``row_task``'s work in a subflow run of its own (the default shape), created Pending ahead of the
+    row; its samples are its task runs; it ends in the row's final state."""
+    subflow = subflows.take(row)
+    try:
+        return _row(row, settings, k, subflow)
+    except BaseException as exc:  # the row's thread failed (a bug, the API): its subflow run must still end
+        why = f"row '{row.name}' did not finish: {type(exc).__name__}: {exc}"
+        with contextlib.suppress(Exception):
+            subflow.end(Failed(message=why[:400]), why, failed=True)
+        raise
 
 
-# Prefect enforces a subflow's timeout by raising into its thread, wherever that thread is; a row's own
-# budget starts with its first sample slot, which it may wait for. So Prefect's timeout is a backstop that
-# cannot fire first: every row's budget (the longest the row can wait, and then run) and a grace. assay's
-# deadline stops the row's processes and ends its subflow TimedOut.
-_ROW_FLOW_GRACE_S = 5.0
-row_flow = flow(name="assay-row", retries=0, log_prints=False, validate_parameters=False, persist_result=False)(
-    _row_flow
-)
-
-
-def _row(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
+def _row(row: RowSpec, settings: RunSettings, k: int | None, subflow: RowSubflow | None = None) -> State[Any]:
+    """The row's samples (task runs of ``subflow``'s flow run when given, else of the caller's), then its
+    final state once the rows it compares with are done; logged on the matrix's flow run."""
     live = _live(settings.run_id)
     recorder = live.recorder
     assert recorder is not None, "a row task runs inside its run's flow"
@@ -216,9 +211,11 @@ def _row(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
                 # Not quoted: Dask would take a quote (a tuple) apart on its way to the worker.
                 parameters = {"row": spec, "index": index, "deadline": deadline,
                               "settings": settings, "scope": key, "wall_deadline": wall}  # fmt: skip
-                state = live.dask.run(sample_task, parameters, spec.id, scope)
+                call = functools.partial(live.dask.run, sample_task, parameters, spec.id, scope)
             else:
-                state = sample_task(opaque(spec), index, deadline, opaque(settings), key, wall, return_state=True)
+                call = functools.partial(sample_task, opaque(spec), index, deadline, opaque(settings), key, wall,
+                                         return_state=True)  # fmt: skip
+            state = subflow.run(call) if subflow is not None else call()
             return states.carried(state, SampleResult)
         finally:
             live.scopes.pop(key, None)
@@ -227,11 +224,17 @@ def _row(row: RowSpec, settings: RunSettings, k: int | None) -> State[Any]:
     # would show them "RolledBack"); each sample keeps the state it ended in.
     with transaction(commit_mode=CommitMode.EAGER):
         raw = run_recorded_row(row, settings, live.containment, recorder, live.pool, sample_runner=as_task)
+    if subflow is not None:
+        subflow.sampled()
     live.board.post(raw)  # rows comparing with this one wait for it
     final = live.board.final(row, raw, k, live.containment.cancelled)
+    failed, line = final.status not in ("PASS", "SKIP"), states.row_log(final)
     logger = get_run_logger()
-    (logger.info if final.status in ("PASS", "SKIP") else logger.error)(states.row_log(final))
-    return states.row_state(final)
+    (logger.error if failed else logger.info)(line)
+    state = states.row_state(final)
+    if subflow is not None:
+        subflow.end(state, line, failed)  # its own thread ends it while this one takes the next row
+    return state
 
 
 @task(name="finalize", task_run_name="finalize", retries=0, cache_policy=NO_CACHE, persist_result=False)
@@ -421,14 +424,15 @@ def _run_matrix(launch: Launch) -> RunResult:
             live.pool = samples
             live.recorder = recorder
             settings = replace(settings, daemons=daemons)
-            futures = _start_rows(order, settings, options, rows_pool, at_once)
+            tags = run_tags(options, planned.matrix, launch.tags)
+            futures = _start_rows(order, settings, options, rows_pool, at_once, tags)
             try:
-                _wait_rows(futures)
+                _wait_rows(futures, live)
             except BaseException:
                 # A cancelled or terminated deployment run (Prefect raises in the thread that
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
                 live.containment.cancel()
-                _wait_rows(futures)
+                _wait_rows(futures, live)
                 rows = _row_results(futures, order, live.board)
                 interrupted = RunStop("cancelled", "interrupted: the flow run was stopped")
                 complete(recorder, options, rows, interrupted, planned.baseline, live.containment)
@@ -457,20 +461,25 @@ def _start_rows(
     options: RunOptions,
     rows_pool: ThreadPoolTaskRunner[Any],
     at_once: int,
+    tags: Sequence[str],
 ) -> list[RowFuture]:
-    """Every row started on the rows' threads: a task run each, or with ``--row-subflows`` a subflow run
-    each (named after the row, with a backstop timeout)."""
-    shared = {"settings": opaque(settings), "k": options.k}
-    if not options.row_subflows:
+    """Every row started on the rows' threads: a subflow run each (the default: named after the row,
+    tagged like the run, its budget as timeout), or with ``--rows-as-tasks`` a task run each."""
+    if options.rows_as_tasks:
+        shared = {"settings": opaque(settings), "k": options.k}
         return [rows_pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
+    context = FlowRunContext.get()
+    assert context is not None and context.flow_run is not None, "rows start inside their run's flow"
+    subflows = RowSubflows(context.flow_run.id, order, settings.run_id, tags, ahead=at_once)
+    _live(settings.run_id).subflows = subflows
     threads = concurrent.futures.ThreadPoolExecutor(at_once, thread_name_prefix="assay-row")
-    futures: list[RowFuture] = []
-    backstop = sum(row.longest_s for row in order) + _ROW_FLOW_GRACE_S
-    for row in order:
-        shaped = row_flow.with_options(flow_run_name=row.name, timeout_seconds=backstop)
-        # copy_context: a subflow started from a thread without it would be a separate top-level flow run.
-        call = functools.partial(shaped, opaque(row), opaque(settings), options.k, return_state=True)
-        futures.append(threads.submit(contextvars.copy_context().run, call))
+    # The matrix's flow run context goes with each row (its subflow's parent), without heartbeats: a sync
+    # flow run waits about 1 s for its heartbeat thread at exit, and the matrix's flow run has its own.
+    with row_subflow.settings_with(flows={"heartbeat_frequency": None})():
+        futures: list[RowFuture] = [
+            threads.submit(contextvars.copy_context().run, _row_in_subflow, row, settings, options.k, subflows)
+            for row in order
+        ]
     threads.shutdown(wait=False)  # the submitted rows still run; no more come
     return futures
 
@@ -480,15 +489,21 @@ def _rows_done(futures: Sequence[RowFuture], live: _LiveRun) -> list[Any]:
     tasks = [future for future in futures if isinstance(future, PrefectFuture)]
     # A state naming the task run is an upstream Prefect records; data=True: it carries no result to load.
     subflows: list[State[Any]] = [
-        Completed(data=True, state_details=StateDetails(task_run_id=run)) for run in live.row_runs.values()
+        Completed(data=True, state_details=StateDetails(task_run_id=subflow.task_run_id))
+        for subflow in (live.subflows.taken.values() if live.subflows else ())
     ]
     return [*tasks, *subflows]
 
 
-def _wait_rows(futures: Sequence[RowFuture]) -> None:
-    """Until every row is done."""
+def _wait_rows(futures: Sequence[RowFuture], live: _LiveRun) -> None:
+    """Until every row is done, and its subflow run ended."""
     wait([f for f in futures if isinstance(f, PrefectFuture)])
     concurrent.futures.wait([f for f in futures if isinstance(f, concurrent.futures.Future)])
+    for subflow in list(live.subflows.taken.values() if live.subflows else ()):
+        try:
+            subflow.join()
+        except Exception as exc:  # noqa: BLE001 - the row's result stands; its subflow run could not end
+            get_run_logger().warning(f"row subflow run {subflow.flow_run.name!r} did not end cleanly: {exc}")
 
 
 @contextlib.contextmanager

@@ -87,8 +87,13 @@ class MatrixParameters(BaseModel):
         0.0, ge=0, le=1, description="Allowed drop of suite rates, 0 to 1; a row going pass -> fail always gates."
     )
     tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run.")
+    rows_as_tasks: bool = Field(
+        False,
+        description="Each row a task run of this flow run instead of a subflow run holding its sample tasks "
+        "(the default).",
+    )
     row_subflows: bool = Field(
-        False, description="Each row a subflow run holding its sample tasks (costs about 0.3-2 s per row)."
+        False, description="No effect: rows are subflow runs unless rows_as_tasks (kept for older deployments)."
     )
 
     @field_validator("filter", mode="before")
@@ -115,8 +120,8 @@ class MatrixParameters(BaseModel):
             group_by=list(options.group_by), filter=list(options.filter), parallel=options.parallel,
             parallel_samples=options.parallel_samples, adaptive=options.adaptive, label=options.label,
             baseline=options.baseline, tolerance=options.tolerance, tags=list(tags), concurrency=options.concurrency,
-            limit=list(options.limits), budget=options.budget, row_subflows=options.row_subflows,
-            sample_budget=options.sample_budget,
+            limit=list(options.limits), budget=options.budget, rows_as_tasks=options.rows_as_tasks,
+            row_subflows=options.row_subflows, sample_budget=options.sample_budget,
         )  # fmt: skip
 
     def to_options(self) -> RunOptions:
@@ -126,7 +131,7 @@ class MatrixParameters(BaseModel):
             parallel_samples=self.parallel_samples, adaptive=self.adaptive,
             group_by=tuple(self.group_by), parallel=self.parallel, label=self.label, engine="prefect",
             baseline=self.baseline, tolerance=self.tolerance, concurrency=self.concurrency, limits=tuple(self.limit),
-            budget=self.budget, row_subflows=self.row_subflows, sample_budget=self.sample_budget,
+            budget=self.budget, rows_as_tasks=self.rows_as_tasks, sample_budget=self.sample_budget,
         )  # fmt: skip
 
 

@@ -70,9 +70,10 @@ SAMPLE_BUDGET_HELP = (
     "Adaptive rows share a budget of samples: fixed (what fixed k spends) or a number; what decided rows leave "
     "goes to the undecided ones, past their max; see README 'A sample budget'."
 )
-ROW_SUBFLOWS_HELP = (
-    "Run each row as a Prefect subflow run holding its sample tasks (the design card's shape; costs about "
-    "0.3-2 s per row on a local server: rows are task runs by default)."
+ROW_SUBFLOWS_HELP = "Each row a Prefect subflow run holding its sample tasks: the default (kept for old scripts)."
+ROWS_AS_TASKS_HELP = (
+    "Run each row as a task run of the matrix's flow run, its samples nested tasks, instead of a subflow run "
+    "per row (the default)."
 )
 LIMIT_HELP = "Cap per property value: PROPERTY=N in flight, or PROPERTY=N/minute (repeatable)."
 BUDGET_HELP = "Start no sample once a metric summed over the run reaches a cap: 'cost_usd <= 5'."
@@ -128,6 +129,7 @@ def run_command(
         Optional[str], typer.Option("--sample-budget", metavar="fixed|N", help=SAMPLE_BUDGET_HELP)
     ] = None,
     row_subflows: Annotated[bool, typer.Option("--row-subflows", help=ROW_SUBFLOWS_HELP)] = False,
+    rows_as_tasks: Annotated[bool, typer.Option("--rows-as-tasks", help=ROWS_AS_TASKS_HELP)] = False,
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help=CONCURRENCY_HELP)] = None,
     limits: Annotated[Optional[list[str]], typer.Option("--limit", metavar="PROPERTY=CAP", help=LIMIT_HELP)] = None,
     budget: Annotated[Optional[str], typer.Option("--budget", help=BUDGET_HELP)] = None,
@@ -191,7 +193,7 @@ def run_command(
         engine=engine, baseline=baseline, tolerance=tolerance,
         html=html, junit=junit, summary=summary, frame=frame, dry_run=dry_run, judge=judge, seed=seed,
         concurrency=concurrency, limits=tuple(limits or ()), budget=budget, resume=resume, dask_address=dask_address,
-        row_subflows=row_subflows, sample_budget=sample_budget,
+        row_subflows=row_subflows, rows_as_tasks=rows_as_tasks, sample_budget=sample_budget,
     )  # fmt: skip
     options.check()  # before --resume reads the state folder (plan checks the resumed options again)
     options = resume_options(options)

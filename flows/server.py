@@ -46,6 +46,7 @@ from fixtures_core.execution import procfs
 from fixtures_core.execution.containment import HELPER_VARIABLE
 from fixtures_core.execution.daemons import free_port
 from flows.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
+from flows.prefect_env import RECORDING
 
 PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
 DEFAULT_PORT = 4200  # Prefect's default, where its docs send people's browsers
@@ -249,6 +250,8 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
         DO_NOT_TRACK="1",
         **{HELPER_VARIABLE: "prefect-server"},  # a run open meanwhile adopts it as subreaper: never sweep it
     )
+    for key, value in RECORDING.items():  # unless the user's environment says otherwise
+        env.setdefault(key, value)
     done = subprocess.run(
         [sys.executable, "-m", "prefect", "server", "start", "--background", "--host", HOST, "--port", str(chosen)],
         env=env,

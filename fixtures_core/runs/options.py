@@ -31,6 +31,7 @@ EXECUTION_OPTIONS = frozenset(
         "limits",
         "dask_address",
         "row_subflows",
+        "rows_as_tasks",
         "capture_limit",
         "html",
         "junit",
@@ -63,7 +64,8 @@ class RunOptions:
     budget: str | None = None  # a summed metric and its cap for the whole run: "cost_usd <= 5"
     resume: str | None = None  # the interrupted run this run continues
     dask_address: str | None = None  # run samples on this Dask scheduler ("local": a LocalCluster of processes)
-    row_subflows: bool = False  # each row a Prefect subflow run (the design card's shape), not a task run
+    row_subflows: bool = False  # --row-subflows: asks for the default shape (each row a Prefect subflow run)
+    rows_as_tasks: bool = False  # each row a Prefect task run of the matrix's flow run instead of a subflow run
     label: str | None = None
     engine: str = "prefect"
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
@@ -114,8 +116,13 @@ class RunOptions:
         self.run_limits()
         self.run_budget()
         self.run_sample_budget()
-        if self.row_subflows and self.engine != "prefect":
-            raise UsageError("--row-subflows shapes the Prefect flow run: not with --engine local")
+        for flag, given in (("--row-subflows", self.row_subflows), ("--rows-as-tasks", self.rows_as_tasks)):
+            if given and self.engine != "prefect":
+                raise UsageError(f"{flag} shapes the Prefect flow run: not with --engine local")
+        if self.row_subflows and self.rows_as_tasks:
+            raise UsageError(
+                "--row-subflows and --rows-as-tasks ask for opposite shapes: give one (subflows are the default)"
+            )
         if self.dask_address is not None and self.engine != "prefect":
             raise UsageError("--dask-address runs samples on Dask workers through Prefect: not with --engine local")
         if self.k is not None and self.k < 1:

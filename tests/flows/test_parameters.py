@@ -38,6 +38,16 @@ def test_json_parameters_become_prefect_engine_options() -> None:
     assert MatrixParameters.from_options(options, ("t",)).tags == ["t"]
 
 
+def test_rows_are_subflow_runs_unless_rows_as_tasks_and_row_subflows_is_accepted_without_effect() -> None:
+    """``row_subflows`` was the switch to subflows; deployments that still give it keep working."""
+    assert MatrixParameters.parse({"paths": ["a.md"], "rows_as_tasks": True}).to_options().rows_as_tasks is True
+    for given in (True, False):
+        options = MatrixParameters.parse({"paths": ["a.md"], "row_subflows": given}).to_options()
+        assert options == RunOptions(paths=("a.md",), engine="prefect"), given
+    shown = MatrixParameters.from_options(RunOptions(paths=("a.md",), rows_as_tasks=True))
+    assert shown.rows_as_tasks is True and shown.row_subflows is False
+
+
 @pytest.mark.parametrize("given", [["F2*", "F5*"], "F2*"], ids=["globs", "one-glob-as-text"])
 def test_filter_takes_several_globs_or_one_as_text(given: object) -> None:
     options = MatrixParameters.parse({"paths": ["a.md"], "filter": given, "parallel_samples": True}).to_options()

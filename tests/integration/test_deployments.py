@@ -171,6 +171,11 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
     assert set(seen.flow_run.tags) >= {"assay", "nightly", "pg", "examples/matrix.md"}
     assert seen.state("API high")[0] == "Completed" and seen.state("CLI high")[0] == "Failed"
     assert seen.state("API low #0")[0] == "Failed" and seen.state("API flaky #0")[0] == "Completed"
+    # The worker's run has the default shape: each row a subflow run under it, in the row's state.
+    assert set(seen.subflows) == {"API high", "CLI high", "API low", "API flaky"}
+    assert {name: run.state.name for name, run in seen.subflows.items() if run.state} == {
+        "API high": "Completed", "CLI high": "Failed", "API low": "Failed", "API flaky": "Failed"
+    }  # fmt: skip
     logs = seen.log_text()
     assert "row 'API low' (examples/matrix.md:68): FAIL: 0/5 samples passed" in logs
     assert "set_working_directory" in logs  # the worker's own lines reach the same run
@@ -228,8 +233,14 @@ def test_nightly_serves_a_schedule_whose_runs_never_overlap(prefect_server: Any,
             for run in runs:
                 wait_final(client, run.id)
             finished = [client.read_flow_run(run.id) for run in runs]
+            rows = [settled_view(client, run.id, tasks=1 + 2 + 1).subflows for run in runs]
     finally:
         stop_group(served)
+    # Served runs have the default shape: each row a subflow run, tagged like the run, Completed.
+    for subflows in rows:
+        assert set(subflows) == {"ok"}
+        assert subflows["ok"].state is not None and subflows["ok"].state.name == "Completed"
+        assert {"assay", "nightly", "team-a", "quick.md"} <= set(subflows["ok"].tags)
     assert [run.state.name for run in finished if run.state] == ["Completed", "Completed"], [
         (run.state.message if run.state else None) for run in finished
     ]

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -23,7 +24,7 @@ from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import FlowRunFilter
 
 from tests.integration.conftest import REPO, WIDE, run_cli
-from tests.integration.prefect_views import events_named, settled_view
+from tests.integration.prefect_views import events_named, settled_view, view
 
 pytestmark = pytest.mark.usefixtures("prefect_backend")
 
@@ -167,6 +168,14 @@ def test_errors_and_budgets_are_failed_and_timed_out(tmp_path: Path, client: Syn
     assert seen.state("missing-key #0")[0] == "Failed" and "no such key: zz" in seen.state("missing-key #0")[1]
     assert seen.state("slow")[0] == "TimedOut" and "1s budget ran out" in seen.state("slow")[1]
     assert seen.state("slow #0")[0] == "TimedOut"
+    # Each row's subflow run ends in its row's state: the one past its budget TimedOut with assay's reason
+    # (its Prefect timeout is the same 1 s), the others as their rows, run to the end.
+    ended = {name: run.state for name, run in seen.subflows.items() if run.state is not None}
+    assert {name: state.name for name, state in ended.items()} == {
+        "fine": "Completed", "missing-key": "Failed", "slow": "TimedOut"
+    }  # fmt: skip
+    assert "1s budget ran out" in (ended["slow"].message or "")
+    assert seen.subflows["slow"].parameters["timeout_seconds"] == 1.0
     # No label: the artifacts are keyed by the fixture file.
     assert "assay-report-budgets" in seen.artifacts
 
@@ -263,59 +272,116 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run_which_resumes_it(
                 break
             time.sleep(0.02)
         assert started.exists()
+        [run_id] = [folder.name for folder in (state / "runs").iterdir()]
+        [killed] = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run_id])))
+        # Until the API shows the quick row ended and the slow one running, its subflow run and its sample's
+        # task run (a wait for the server to record them, bounded).
+        for _ in range(600):
+            before = view(client, killed.id)
+            quick_ended = "quick" in before.subflows and _state_type(before.subflows["quick"]) == "COMPLETED"
+            if quick_ended and "slow #0" in before.tasks and _state_type(before.tasks["slow #0"]) == "RUNNING":
+                break
+            time.sleep(0.1)
     finally:
         process.kill()
         process.wait()
-    [run_id] = [folder.name for folder in (state / "runs").iterdir()]
-    [killed] = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run_id])))
     assert killed.state is not None and killed.state.type.value == "RUNNING"
     assert killed.infrastructure_pid is not None and killed.infrastructure_pid.endswith(f":{process.pid}")
+    assert _state_type(before.subflows["slow"]) == "RUNNING" and _state_type(before.tasks["slow #0"]) == "RUNNING"
 
     again.touch()
     done = run_cli(["--resume", run_id, "--out", str(state)], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    seen = client.read_flow_run(killed.id)
-    assert seen.state is not None and seen.state.type.value == "CRASHED"
-    assert seen.state.message == (
+    message = (
         f"its process ({killed.infrastructure_pid}) is gone: killed, or lost; found by flow run {run_id!r}, "
         "which resumes it"
     )
+    seen = view(client, killed.id)
+    assert seen.flow_run.state is not None and seen.flow_run.state.type.value == "CRASHED"
+    assert seen.flow_run.state.message == message
+    # ... and with it what the killed run left unfinished: the slow row's subflow run, its sample's task
+    # run, the task run that stands for the row; the quick row had ended as it was.
+    for name, part in (
+        ("slow", seen.subflows["slow"]),
+        ("slow #0", seen.tasks["slow #0"]),
+        ("slow", seen.tasks["slow"]),
+    ):
+        assert part.state is not None and (part.state.type.value, part.state.message) == ("CRASHED", message), name
+    assert _state_type(seen.subflows["quick"]) == "COMPLETED"
+    assert not [name for name, task in seen.tasks.items() if _state_type(task) in ("PENDING", "RUNNING")]
 
 
-def test_row_subflows_give_each_row_a_flow_run_nested_under_the_matrix_and_the_same_verdict(
+def _state_type(run: Any) -> str | None:
+    """The state type of a flow or task run (``RUNNING``, ``CRASHED``, ...), None before it has one."""
+    return run.state.type.value if run.state is not None else None
+
+
+SECRET = "sk-" + "proj0123456789abcdefghijklmnop"  # an OpenAI-shaped key, built so no scanner flags this file
+BUDGETS = f"""---
+timeout: 2m
+env:
+  OPENAI_API_KEY: {SECRET}
+---
+
+| Name | Command | Timeout | CEL |
+|---|---|---|---|
+| seven | `echo '{{"ok": true}}'` | 7s | `json.ok` |
+| thirteen | `echo '{{"ok": false}}'` | 13s | `json.ok` |
+| inherited | `sh -c 'test -n "$OPENAI_API_KEY"'` | | |
+"""
+
+
+def test_every_row_is_a_subflow_run_of_the_matrix_with_its_own_budget_and_no_secret(
     tmp_path: Path, client: SyncPrefectClient
 ) -> None:
-    """--row-subflows: the design card's shape (a subflow per row holding its sample tasks, finalize
-    waiting on every row), with the answers of the default shape."""
-    from prefect.client.schemas.filters import FlowRunFilterParentFlowRunId
-
-    fixture = str(REPO / "examples" / "matrix.md")
-    done = run_cli([fixture, "--out", str(tmp_path / "state"), "--row-subflows", "--json", str(tmp_path / "r.json")],
+    """The design card's shape by default: each row a subflow run nested under the matrix's flow run,
+    named after the row, tagged like the run, with the run id, the row's own budget as its timeout, no
+    retries and no secret in its parameters; finalize waits on every row; --rows-as-tasks gives the
+    same answers with rows as task runs."""
+    fixture = tmp_path / "budgets.md"
+    fixture.write_text(BUDGETS)
+    state = tmp_path / "state"
+    done = run_cli([str(fixture), "--out", str(state), "--tag", "team-b", "--json", str(tmp_path / "s.json")],
                    cwd=tmp_path, env=WIDE)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr == ""
-    parent = settled_view(client, flow_run_id(done.stdout), tasks=4 + 1)
-    assert parent.flow_run.state is not None and parent.flow_run.state.is_failed()
-    rows = client.read_flow_runs(
-        flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.flow_run.id]))
-    )
-    by_name = {run.name: run for run in rows}
-    assert set(by_name) == {"API high", "CLI high", "API low", "API flaky"}
-    standing_for = {task.id for name, task in parent.tasks.items() if name != "finalize"}
-    assert {run.parent_task_run_id for run in rows} == standing_for, "each row's flow run hangs under the matrix"
-    for name, expected in (("API high", "Completed"), ("CLI high", "Failed"), ("API low", "Failed")):
-        row = settled_view(client, by_name[name].id, tasks=5)
-        assert row.flow_run.state is not None and row.flow_run.state.name == expected, name
-        assert row.flow_run.empirical_policy.retries == 0
-        assert sorted(row.tasks) == [f"{name} #{i}" for i in range(5)]
-    assert by_name["CLI high"].state is not None
-    assert (by_name["CLI high"].state.message or "").endswith("exceeds the allowed 25%")
-    waited = {i.id for i in parent.task("finalize").task_inputs.get("wait_for", [])}
-    assert waited == standing_for
+    run_id = json.loads((tmp_path / "s.json").read_text())["run_id"]
+    seen = settled_view(client, flow_run_id(done.stdout), tasks=3 + 1 + 3)
 
-    default = run_cli([fixture, "--out", str(tmp_path / "state"), "--json", str(tmp_path / "d.json")], cwd=tmp_path)
+    assert set(seen.subflows) == {"seven", "thirteen", "inherited"}
+    standing_for = {name: task.id for name, task in seen.tasks.items() if task.flow_run_id == seen.flow_run.id}
+    assert set(standing_for) == {"seven", "thirteen", "inherited", "finalize"}
+    for name, budget in (("seven", 7.0), ("thirteen", 13.0), ("inherited", 120.0)):
+        row = seen.subflows[name]
+        assert row.parent_task_run_id == standing_for[name], "each row's flow run hangs under the matrix"
+        assert row.parameters["timeout_seconds"] == budget and row.parameters["run_id"] == run_id
+        assert row.parameters["row"] == name and row.parameters["file"] == "budgets.md"
+        assert row.empirical_policy.retries == 0
+        assert set(row.tags) == set(seen.flow_run.tags) == {"assay", "team-b", "budgets.md"}
+        assert seen.task(f"{name} #0").flow_run_id == row.id, "its sample is its task run"
+    assert [seen.subflows[n].state.name for n in ("seven", "thirteen", "inherited")] == [  # type: ignore[union-attr]
+        "Completed", "Failed", "Completed"
+    ]  # fmt: skip
+    failed = seen.subflows["thirteen"].state
+    assert failed is not None and (failed.message or "").startswith("FAIL: 0/1 samples passed")
+    assert seen.state("thirteen") == (failed.name, failed.message), "the stand-in task run mirrors its flow run"
+    waited = {i.id for i in seen.task("finalize").task_inputs.get("wait_for", [])}
+    assert waited == {standing_for[name] for name in ("seven", "thirteen", "inherited")}
+
+    # No flow run keeps the fixture's secret in its parameters (the subflows' describe their row).
+    for flow_run in [seen.flow_run, *seen.subflows.values()]:
+        assert SECRET not in json.dumps(flow_run.parameters), flow_run.name
+
+    tasks = run_cli([str(fixture), "--out", str(state), "--rows-as-tasks", "--json", str(tmp_path / "t.json")],
+                    cwd=tmp_path, env=WIDE)  # fmt: skip
+    assert tasks.returncode == done.returncode, tasks.stdout + tasks.stderr
+    as_tasks = settled_view(client, flow_run_id(tasks.stdout), tasks=3 + 3 + 1)
+    assert as_tasks.subflows == {}
+    assert {n: as_tasks.state(n)[0] for n in ("seven", "thirteen", "inherited")} == {
+        "seven": "Completed", "thirteen": "Failed", "inherited": "Completed"
+    }  # fmt: skip
     statuses = [
         {row["name"]: row["status"] for row in json.loads((tmp_path / f).read_text())["fixtures"][0]["rows"]}
-        for f in ("r.json", "d.json")
+        for f in ("s.json", "t.json")
     ]
-    assert default.returncode == done.returncode and statuses[0] == statuses[1]
+    assert statuses[0] == statuses[1] == {"seven": "PASS", "thirteen": "FAIL", "inherited": "PASS"}

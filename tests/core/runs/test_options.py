@@ -20,6 +20,18 @@ from fixtures_core.runs.plan import plan
         ({"k": 100_001}, "--k must be at most 100,000 samples, got 100001"),
         ({"parallel": 0}, "--parallel must be >= 1, got 0"),
         ({"engine": "dask"}, "--engine must be prefect or local, got 'dask'"),
+        (
+            {"rows_as_tasks": True, "engine": "local"},
+            "--rows-as-tasks shapes the Prefect flow run: not with --engine local",
+        ),
+        (
+            {"row_subflows": True, "engine": "local"},
+            "--row-subflows shapes the Prefect flow run: not with --engine local",
+        ),
+        (
+            {"row_subflows": True, "rows_as_tasks": True},
+            "--row-subflows and --rows-as-tasks ask for opposite shapes: give one (subflows are the default)",
+        ),
     ],
 )
 def test_options_out_of_range_are_usage_errors(values: dict[str, object], message: str) -> None:
