@@ -7,37 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:  # suite builds on this module's types
-    from fixtures_core.suite import ArmRow
+from fixtures_core.properties import PropertyValue as PropertyValue  # re-exported: rows hold them
+from fixtures_core.suite import ArmRow
+from fixtures_core.threshold import Threshold as Threshold  # re-exported: metrics declare them
 
 Aggregate = Literal["mean", "median", "min", "max", "p95"]
 Direction = Literal["lower", "higher", "none"]
-PropertyValue = object  # any YAML scalar or structure; CEL sees it as dyn
 
 AGGREGATES: tuple[Aggregate, ...] = ("mean", "median", "min", "max", "p95")
 DIRECTIONS: tuple[Direction, ...] = ("lower", "higher", "none")
 DEFAULT_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """Limits on a metric's aggregate: absolute bounds and allowed worsening, in percent or in points
-    (the metric's own unit: "no fixture loses more than 5 points")."""
-
-    min: float | None = None
-    max: float | None = None
-    regression_percent: float | None = None
-    regression_points: float | None = None
-
-    def is_empty(self) -> bool:
-        return self.min is None and self.max is None and not self.limits_regression
-
-    @property
-    def limits_regression(self) -> bool:
-        """True when a worsening against a baseline can fail (percent or points)."""
-        return self.regression_percent is not None or self.regression_points is not None
 
 
 @dataclass(frozen=True)

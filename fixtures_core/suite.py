@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fixtures_core.spec import PropertyValue, Threshold
+from fixtures_core.properties import PropertyValue
+from fixtures_core.threshold import Threshold
 
 Severity = Literal["disqualifier", "critical", "warning"]
 GateSeverity = Literal["hard", "soft"]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.metrics import beyond, regression_failure, regression_percent, regression_points
@@ -51,8 +51,36 @@ from fixtures_core.results import MetricSummary, RowResult, Status
 from fixtures_core.spec import Threshold
 from fixtures_core.text import counted, excerpt
 
-if TYPE_CHECKING:  # rundoc stores a Comparison in the run document, so it imports this module
-    from fixtures_core.records.rundoc import RunResult
+
+class ComparedFixture(Protocol):
+    """What a comparison reads of a fixture file of a run: its name and digest."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+
+class ComparedRun(Protocol):
+    """What a comparison reads of a run (``records.rundoc.RunResult`` is one: it stores the
+    comparison, so this room cannot import it)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def rows(self) -> tuple[RowResult, ...]: ...
+
+    @property
+    def fixtures(self) -> Sequence[ComparedFixture]: ...
+
+    @property
+    def summary(self) -> Summary: ...
+
+    @property
+    def error(self) -> str | None: ...
+
 
 __all__ = [
     "Comparison",
@@ -178,7 +206,7 @@ def check_tolerance(value: float) -> float:
 
 
 def compare(
-    baseline: RunResult, current: RunResult, tolerance: float = 0.0, baseline_path: str = "<baseline>"
+    baseline: ComparedRun, current: ComparedRun, tolerance: float = 0.0, baseline_path: str = "<baseline>"
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` under the rules of the module docstring.
 
@@ -309,7 +337,7 @@ def _sample_p(before: Iterable[RowResult], after: Iterable[RowResult]) -> float 
 
 
 def _rates(
-    before: list[RowResult], after: list[RowResult], baseline: RunResult, current: RunResult, tolerance: float
+    before: list[RowResult], after: list[RowResult], baseline: ComparedRun, current: ComparedRun, tolerance: float
 ) -> list[RateDelta]:
     counts_b, counts_c = Summary.of(before), Summary.of(after)
     rows_b = (counts_b.passed, counts_b.counted - counts_b.passed)
@@ -367,7 +395,7 @@ def _with_note(rate: RateDelta, note: str) -> RateDelta:
     )
 
 
-def _suite_k(run: RunResult) -> int | None:
+def _suite_k(run: ComparedRun) -> int | None:
     return run.summary.stochastic.k if run.summary.stochastic is not None else None
 
 
@@ -471,7 +499,7 @@ def _noted(delta: MetricDelta, note: str) -> MetricDelta:
 # --- warnings -------------------------------------------------------------------
 
 
-def _warnings(baseline: RunResult, current: RunResult, pairs: list[tuple[RowResult, RowResult]]) -> list[str]:
+def _warnings(baseline: ComparedRun, current: ComparedRun, pairs: list[tuple[RowResult, RowResult]]) -> list[str]:
     warnings = []
     if baseline.error is not None:
         warnings.append(f"the baseline run ended in error ({baseline.error}); rows it lacks count as added")

@@ -21,12 +21,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.checks import check_sample, unrun_sample
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.oracles import run_oracles
+from fixtures_core.execution.run_settings import RunSettings
 from fixtures_core.execution.sampling import Execution, execute, ms_since
 from fixtures_core.execution.self_verdict import self_verdict_problem
 from fixtures_core.execution.workspace import (
@@ -50,9 +50,6 @@ from fixtures_core.results import Check, SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import Attempt, Finding, VerifyResult
 from fixtures_core.text import excerpt
-
-if TYPE_CHECKING:  # rows calls this module, so it cannot be imported here at run time
-    from fixtures_core.execution.rows import RunSettings
 
 ATTEMPTS = "attempts"
 DRY_RUN = "dry run"  # why a sample of a dry run did not run

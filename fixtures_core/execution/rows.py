@@ -25,17 +25,17 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.containment import Containment
-from fixtures_core.execution.daemons import DaemonPort
 from fixtures_core.execution.pool import SamplePool, sample_pool
+from fixtures_core.execution.run_settings import RunSettings as RunSettings  # re-exported: runs build them
 from fixtures_core.execution.sample_budget import SPENT
-from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT, Execution, execute
+from fixtures_core.execution.sampling import Execution, execute
 from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
@@ -52,24 +52,6 @@ from fixtures_core.results import (
 )
 from fixtures_core.sequential import decide, progress
 from fixtures_core.spec import RowSpec
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """What every sample of a run shares.
-
-    evidence_dir: the run's folder, where A/B attempts keep their evidence.
-    dry_run:      attempts prepare, set up and verify, but never start the command.
-    daemons:      the started daemons of the run's files (``execution.daemons``).
-    """
-
-    run_id: str
-    capture_limit: int = DEFAULT_CAPTURE_LIMIT
-    tmp_root: str | None = None
-    evidence_dir: str | None = None
-    dry_run: bool = False
-    daemons: Mapping[str, DaemonPort] = field(default_factory=dict)  # by ``Daemon.where``: ports or errors
-
 
 _CANCELLED = "cancelled"  # a row's give-up reason while it waits for a slot: the run was cancelled
 _NO_TEST = "a mean or regression gate is open, and no sequential test says when it has enough"

@@ -16,16 +16,41 @@ through ``Verdict``; none derives them on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from fixtures_core.analysis.baseline import Comparison
+from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.parsing.suite import ARM_PROPERTY
 from fixtures_core.results import RowResult, Status
 from fixtures_core.text import counted, listed
 
-if TYPE_CHECKING:  # rundoc builds a Verdict for ``RunResult.verdict``
-    from fixtures_core.records.rundoc import RunResult
+
+class VerdictedRun(Protocol):
+    """What a verdict reads of a run (``rundoc.RunResult`` is one, and builds its Verdict from here)."""
+
+    @property
+    def status(self) -> Status: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def comparison(self) -> Comparison | None: ...
+
+    @property
+    def suites(self) -> tuple[SuiteOutcome, ...]: ...
+
+    @property
+    def rows(self) -> tuple[RowResult, ...]: ...
+
+    @property
+    def options(self) -> Mapping[str, object]: ...
+
+    @property
+    def dry_run(self) -> bool: ...
+
 
 __all__ = ["Verdict", "verdict_of"]
 
@@ -98,7 +123,7 @@ class Verdict:
         return self.passed + (f"; no regression against {self.baseline}" if self.regressed is False else "")
 
 
-def verdict_of(run: RunResult) -> Verdict:
+def verdict_of(run: VerdictedRun) -> Verdict:
     """The answer of ``run`` (see the module docstring)."""
     status = run.status
     compared = run.comparison if run.comparison is not None and run.comparison.error is None else None
@@ -134,7 +159,7 @@ def verdict_of(run: RunResult) -> Verdict:
     )
 
 
-def _own_failures(run: RunResult) -> list[RowResult]:
+def _own_failures(run: VerdictedRun) -> list[RowResult]:
     """The FAIL rows behind the run's own verdict: all but the arm rows of a suite with a hard gate
     (``runs.ab.run_status``: a worse arm is what such a suite measures)."""
     hard = {suite.file for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)}
@@ -145,7 +170,7 @@ def _own_failures(run: RunResult) -> list[RowResult]:
     ]
 
 
-def _baseline_name(run: RunResult) -> str | None:
+def _baseline_name(run: VerdictedRun) -> str | None:
     """The baseline as the user named it (``shipped``), else where it was read from."""
     named = run.options.get("baseline")
     if isinstance(named, str):
@@ -154,7 +179,7 @@ def _baseline_name(run: RunResult) -> str | None:
 
 
 def _reasons(
-    run: RunResult, failed: Sequence[RowResult], failed_gates: Sequence[str], regressed: bool | None
+    run: VerdictedRun, failed: Sequence[RowResult], failed_gates: Sequence[str], regressed: bool | None
 ) -> tuple[str, ...]:
     found = []
     if run.error:
@@ -177,7 +202,7 @@ def _reasons(
     return tuple(found)
 
 
-def _passed(run: RunResult, own: Sequence[RowResult]) -> str:
+def _passed(run: VerdictedRun, own: Sequence[RowResult]) -> str:
     """What decided a run that nothing failed, in words that hold: its rows, or its hard ship gates
     (and then the arm rows that failed their own checks are named as evidence, never as passed)."""
     gated = [suite for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)]
