@@ -29,6 +29,9 @@ MAX_RUN_BYTES = 512 * 1024 * 1024
 MAX_RUN_JSON_DEPTH = 64  # a run document is ~8 levels deep, plus properties of at most MAX_YAML_DEPTH
 MAX_REPEAT = 100_000  # samples of one row (repeat, --repeat, k): a paid agent CLI never runs anywhere near
 MAX_INT_DIGITS = 4300  # Python's own limit on reading an int from text (sys.get_int_max_str_digits)
+MAX_SLOTS = 1000  # rows or samples in flight (--parallel, --concurrency): each is a thread, and a process
+MAX_CAPTURE_BYTES = 64 * 1024 * 1024  # of one stream of one sample kept in memory (the capture cap's bound)
+MAX_SEED = 2**63 - 1  # a judge's seed: what every consumer of a run document can hold in a signed 64-bit integer
 
 
 class LimitExceeded(ValueError):

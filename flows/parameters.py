@@ -12,13 +12,33 @@ import inspect
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from fixtures_core.errors import AssayError
-from fixtures_core.limits import MAX_REPEAT
+from fixtures_core.limits import MAX_REPEAT, MAX_SLOTS
 from fixtures_core.runs.options import RunOptions
+from fixtures_core.text import excerpt
 
-Text = Annotated[str, StringConstraints(min_length=1)]
+QUOTED_CHARS = 80  # of a value a refusal quotes: a 300 KB tag is named, never echoed
+MAX_NAME_CHARS = 200  # a label, tag, glob, property name, limit or budget
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX
+MAX_PART_BYTES = 255  # one component of a path (the file system's NAME_MAX)
+MAX_ITEMS = 100  # entries of a list parameter
+_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no NUL, newline or other control character: one line, one file name
+
+
+def _path_parts(value: str) -> str:
+    """A path whose every component fits a file name (longer ones fail deep in the OS, as ENAMETOOLONG)."""
+    for part in value.split("/"):
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_PART_BYTES:
+            raise ValueError(f"a path component is longer than {MAX_PART_BYTES} bytes (a file name's limit)")
+    return value
+
+
+Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=_PRINTABLE)]
+PathText = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS, pattern=_PRINTABLE), AfterValidator(_path_parts)
+]
 
 
 class ParameterError(AssayError):
@@ -35,11 +55,12 @@ class MatrixParameters(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="assay matrix")
 
-    paths: list[Text] = Field(
+    paths: list[PathText] = Field(
         min_length=1,
+        max_length=MAX_ITEMS,
         description="Fixture files or folders of them, relative to the flow run's working directory.",
     )
-    out: Text = Field(".assay", description="State folder: runs, evidence and blessed baselines.")
+    out: PathText = Field(".assay", description="State folder: runs, evidence and blessed baselines.")
     repeat: int | None = Field(
         None, ge=1, le=MAX_REPEAT, description="Samples per row for every row (overrides the fixtures)."
     )
@@ -47,13 +68,18 @@ class MatrixParameters(BaseModel):
         None, ge=1, le=MAX_REPEAT, description="k of pass@k and pass^k (default: each row's number of samples)."
     )
     group_by: list[Text] = Field(
-        default_factory=list, description="Suite pass@k figures per value of these row properties."
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Suite pass@k figures per value of these row properties.",
     )
     filter: list[Text] = Field(
         default_factory=list,
+        max_length=MAX_ITEMS,
         description="Only rows whose name matches one of these globs (the baseline rows they compare with are kept).",
     )
-    parallel: int | None = Field(None, ge=1, description="Rows that run at once (default: the sample slots).")
+    parallel: int | None = Field(
+        None, ge=1, le=MAX_SLOTS, description="Rows that run at once (default: the sample slots)."
+    )
     parallel_samples: bool = Field(
         False, description="Let the samples of a row that does not say serial run at once (default: in order)."
     )
@@ -70,23 +96,27 @@ class MatrixParameters(BaseModel):
     concurrency: int | None = Field(
         None,
         ge=1,
+        le=MAX_SLOTS,
         description="Samples in flight across the run (default: the fixtures', else parallel, else 4; 1 with arms).",
     )
     limit: list[Text] = Field(
         default_factory=list,
+        max_length=MAX_ITEMS,
         description="Caps per property value on top of the fixtures' limits: PROPERTY=CAP or PROPERTY=COUNT/UNIT.",
     )
     budget: Text | None = Field(None, description="A summed metric and its cap for the run, e.g. cost_usd <= 5.")
     label: Text | None = Field(
         None, description="A label stored with the run; also a tag and part of the flow run's name."
     )
-    baseline: Text | None = Field(
+    baseline: PathText | None = Field(
         None, description="A saved run to gate against: a run file, a run id or a blessed name (e.g. shipped)."
     )
     tolerance: float = Field(
         0.0, ge=0, le=1, description="Allowed drop of suite rates, 0 to 1; a row going pass -> fail always gates."
     )
-    tags: list[Text] = Field(default_factory=list, description="More Prefect tags for the flow run.")
+    tags: list[Text] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="More Prefect tags for the flow run."
+    )
     rows_as_tasks: bool = Field(
         False,
         description="Each row a task run of this flow run instead of a subflow run holding its sample tasks "
@@ -146,9 +176,31 @@ def describe_errors(exc: ValidationError) -> str:
         elif error["type"] == "missing":
             parts.append(f"{where}: required")
         else:
-            shown = repr(error["input"])
-            parts.append(f"{where}: {error['msg']} (got {shown if len(shown) <= 60 else shown[:60] + '…'})")
+            parts.append(f"{where}: {_message(error)} (got {quoted(error['input'])})")
     return "; ".join(parts)
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    """Pydantic's message, without the pattern it quotes (a regex tells nobody what to change)."""
+    if error["type"] == "string_pattern_mismatch":
+        return "a control character (a NUL byte, a newline, ...) is not allowed here"
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+def quoted(value: object) -> str:
+    """``repr(value)`` cut to ``QUOTED_CHARS`` characters: what a refusal may echo of a value it was given."""
+    return excerpt(repr(value), QUOTED_CHARS - 1)  # and the "…" that marks the cut
+
+
+def bounded(message: str, parameters: Mapping[str, Any]) -> str:
+    """``message`` with every long parameter value it quotes (as given, or as ``repr``) cut to ``QUOTED_CHARS``:
+    a refusal names the value, it never echoes a 300 KB tag."""
+    values = [v for value in parameters.values() for v in (value if isinstance(value, list) else [value])]
+    for value in sorted((v for v in values if isinstance(v, str)), key=len, reverse=True):
+        for form in (repr(value)[1:-1], value):
+            if len(form) > QUOTED_CHARS and form in message:
+                message = message.replace(form, excerpt(form, QUOTED_CHARS - 1))
+    return excerpt(message.replace("\n", " "), 2000)
 
 
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY

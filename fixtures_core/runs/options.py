@@ -13,7 +13,7 @@ from fixtures_core.analysis.baseline import check_tolerance
 from fixtures_core.errors import UsageError
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
-from fixtures_core.limits import MAX_REPEAT
+from fixtures_core.limits import MAX_CAPTURE_BYTES, MAX_REPEAT, MAX_SEED, MAX_SLOTS
 from fixtures_core.parsing.throughput import merge_limits, parse_budget, parse_limit
 from fixtures_core.records.resume import check_resumable, find_started
 from fixtures_core.records.store import Store
@@ -107,12 +107,17 @@ class RunOptions:
             raise UsageError(f"--repeat must be a whole number >= 1, got {self.repeat}")
         for flag, value in (("--repeat", self.repeat), ("--k", self.k)):
             if value is not None and value > MAX_REPEAT:
-                shown = str(value) if value < 10**15 else f"{value:.3g}"
-                raise UsageError(f"{flag} must be at most {MAX_REPEAT:,} samples, got {shown}")
-        if self.parallel is not None and self.parallel < 1:
-            raise UsageError(f"--parallel must be >= 1, got {self.parallel}")
-        if self.concurrency is not None and self.concurrency < 1:
-            raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
+                raise UsageError(f"{flag} must be at most {MAX_REPEAT:,} samples, got {_number(value)}")
+        for flag, value in (("--parallel", self.parallel), ("--concurrency", self.concurrency)):
+            if value is not None and value < 1:
+                raise UsageError(f"{flag} must be >= 1, got {_number(value)}")
+            if value is not None and value > MAX_SLOTS:
+                raise UsageError(f"{flag} must be at most {MAX_SLOTS:,}, got {_number(value)}")
+        if not 1 <= self.capture_limit <= MAX_CAPTURE_BYTES:
+            raise UsageError(
+                f"the capture limit must be between 1 and {MAX_CAPTURE_BYTES:,} bytes, "
+                f"got {_number(self.capture_limit)}"
+            )
         self.run_limits()
         self.run_budget()
         self.run_sample_budget()
@@ -131,8 +136,8 @@ class RunOptions:
             raise UsageError(f"--engine must be prefect or local, got {self.engine!r}")
         if self.dry_run and self.baseline is not None:
             raise UsageError("--dry-run scores nothing, so it cannot be compared with a --baseline")
-        if self.seed is not None and self.seed < 0:
-            raise UsageError(f"--seed must be >= 0, got {self.seed}")
+        if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
+            raise UsageError(f"--seed must be between 0 and 2**63 - 1, got {_number(self.seed)}")
         check_tolerance(self.tolerance)
         self.reports.check()
 
@@ -169,6 +174,13 @@ class RunOptions:
     def recorded(self) -> dict[str, object]:
         """The options as the run document records them."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
+
+
+def _number(value: int) -> str:
+    """A number for a message: in full, or in short when it would not fit a line (a forged 10**18)."""
+    if abs(value) < 10**15:
+        return str(value)
+    return f"{value:.3g}" if abs(value) < 10**300 else f"a number of {len(str(abs(value)))} digits"
 
 
 def resume_options(options: RunOptions) -> RunOptions:

@@ -84,3 +84,47 @@ def test_the_forms_bounds_are_those_of_run_options_check(field: str, edge: float
         MatrixParameters.parse({"paths": ["a.md"], field: beyond})
     with pytest.raises(UsageError):
         replace(RunOptions(paths=("a.md",)), **{field: beyond}).check()
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"paths": ["a\x00.md"]}, "paths.0: a control character (a NUL byte, a newline, ...) is not allowed here"),
+        ({"paths": ["x" * 300 + ".md"]}, "paths.0: a path component is longer than 255 bytes (a file name's limit)"),
+        ({"paths": ["a.md"], "out": "/" + "d/" * 3000}, "out: String should have at most 4096 characters"),
+        ({"paths": ["a.md"], "label": "L" * 100_000}, "label: String should have at most 200 characters"),
+        ({"paths": ["a.md"], "tags": ["T" * 300_000]}, "tags.0: String should have at most 200 characters"),
+        ({"paths": ["a.md"], "tags": ["t"] * 101}, "tags: List should have at most 100 items after validation"),
+        ({"paths": ["a.md"], "label": "two\nlines"}, "label: a control character"),
+        ({"paths": ["a.md"], "concurrency": 10**6}, "concurrency: Input should be less than or equal to 1000"),
+    ],
+    ids=["nul", "long-component", "long-path", "100kb-label", "300kb-tag", "many-tags", "newline", "concurrency"],
+)
+def test_every_parameter_is_bounded_and_a_refusal_quotes_at_most_80_characters(
+    values: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ParameterError) as raised:
+        MatrixParameters.parse(values)
+    text = str(raised.value)
+    assert message in text and "\n" not in text, text
+    quoted = text.split(" (got ", 1)[1].removesuffix(")")
+    assert len(quoted) <= 80, quoted
+    assert len(text) < 400, "a refusal names the value, never echoes it"
+
+
+def test_a_refusal_cuts_every_long_value_it_quotes_to_80_characters() -> None:
+    from flows.parameters import bounded
+
+    tag = "T" * 300_000
+    message = bounded(f"refused: tags[0] {tag!r} and {tag}; paths[0] 'a.md'\nnext line", {"tags": [tag]})
+    assert "\n" not in message and "'a.md'" in message
+    assert max(len(word) for word in message.split()) <= 83  # each cut to 80 characters and an ellipsis
+
+
+@pytest.mark.parametrize(("field", "beyond"), [("parallel", 1001), ("concurrency", 1001)])
+def test_the_forms_upper_bounds_are_those_of_run_options_check(field: str, beyond: int) -> None:
+    MatrixParameters.parse({"paths": ["a.md"], field: 1000}).to_options().check()
+    with pytest.raises(ParameterError, match=field):
+        MatrixParameters.parse({"paths": ["a.md"], field: beyond})
+    with pytest.raises(UsageError):
+        replace(RunOptions(paths=("a.md",)), **{field: beyond}).check()
