@@ -3,20 +3,19 @@
 Heartbeats are off for ``assay run`` (they cost about 1 s per run), so a run
 killed with SIGKILL, or whose machine lost the server, would stay Running in
 the UI for good. Every flow run of ``assay-matrix`` records its process as
-``host:pid`` (``infrastructure_pid``: Prefect's workers and ``serve`` write
-the same), and a new run marks Crashed each Running one of this host whose
-process is gone, or is a newer process that reused its pid, and with it
+``host:pid`` (``flows.owners``: its ``infrastructure_pid``, or its
+``assay.owner`` label on a work pool, whose worker writes a bare pid), and
+every new run, whoever started it, marks Crashed each Running one of this host
+whose process is gone, or is a newer process that reused its pid, and with it
 whatever of that run is unfinished: its rows' subflow runs (Pending or
-Running) and the task runs of both (rows, samples, finalize). A run on
-another host is never judged from here.
+Running) and the task runs of both (rows, samples, finalize). A run on another
+host, or whose owner is unknown, is never judged from here.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from prefect.client.orchestration import SyncPrefectClient
@@ -35,46 +34,25 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.states import Crashed
 
-from fixtures_core.execution import procfs
+from flows import owners
+from flows.owners import Owner
 
 FLOW_NAME = "assay-matrix"
-_STARTED_SLACK_S = 5.0  # a process started this long after its flow run is another process on a reused pid
 _PAGE = 200
 # What a run that is gone may have left unfinished (Prefect's final states are the others).
 _UNFINISHED = [StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.PAUSED, StateType.CANCELLING]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Owner:
-    """The process that runs a flow run: ``host:pid``."""
-
-    host: str
-    pid: int
-
-    @classmethod
-    def here(cls) -> Owner:
-        return cls(socket.gethostname(), os.getpid())
-
-    @classmethod
-    def parse(cls, text: str | None) -> Owner | None:
-        host, _, pid = (text or "").rpartition(":")
-        return cls(host, int(pid)) if host and pid.isdigit() else None
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.pid}"
+def owner(flow_run: FlowRun) -> Owner | None:
+    """The process that runs ``flow_run``, when it recorded one."""
+    return owners.owner_of(flow_run.infrastructure_pid, flow_run.labels)
 
 
 def is_gone(flow_run: FlowRun, host: str) -> bool:
     """True when the flow run's process ran on ``host`` and no longer runs there."""
-    owner = Owner.parse(flow_run.infrastructure_pid)
-    if owner is None or owner.host != host:
-        return False
-    started = procfs.started_at(owner.pid)
-    if started is None:
-        return True
     began = flow_run.start_time or flow_run.expected_start_time
-    return began is not None and started > began.timestamp() + _STARTED_SLACK_S
+    return owners.is_gone(owner(flow_run), began.timestamp() if began is not None else None, host)
 
 
 def mark_abandoned(client: SyncPrefectClient, current: FlowRun, resumed: str | None = None) -> list[FlowRun]:
@@ -92,8 +70,7 @@ def mark_abandoned(client: SyncPrefectClient, current: FlowRun, resumed: str | N
     for found in running:
         if found.id == current.id or not is_gone(found, host):
             continue
-        owner = Owner.parse(found.infrastructure_pid)
-        message = f"its process ({owner}) is gone: killed, or lost; found by flow run {current.name!r}"
+        message = f"its process ({owner(found)}) is gone: killed, or lost; found by flow run {current.name!r}"
         if resumed is not None and found.name == resumed:
             message += ", which resumes it"
         # Its parts first: should this fail half-way, the run is still Running, and the next run finds it again.

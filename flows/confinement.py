@@ -5,9 +5,24 @@ deployment run --param``) chooses its parameters, and a fixture is commands
 that run on the worker. So a flow run that was not started by ``assay run``
 resolves ``paths``, ``out`` and ``baseline`` (symlinks followed) and refuses,
 in one line and before any command runs, anything outside the flow run's
-working folder and the folders in ``ASSAY_ALLOWED_ROOTS`` (separated like
-``PATH``; set in the deployment's environment, as ``deployments/nightly.py``
-does for the paths it serves). A person's own ``assay run`` is not confined.
+working folder and the folders its deployment allows (``ASSAY_ALLOWED_ROOTS``,
+separated like ``PATH``). A person's own ``assay run`` is not confined.
+
+The allow-list comes from what a custom run cannot change:
+
+* a deployment on a work pool: the deployment's own job variables
+  (``job_variables: {env: {ASSAY_ALLOWED_ROOTS: ...}}`` in ``prefect.yaml``)
+  and a fixed ``env`` in the pool's base job template, both read from the
+  API. Never the flow run's environment: a custom run's job variables
+  (``env``) set that on a pool whose template passes them on;
+* a deployment served by ``deployments/nightly.py`` (no work pool): the
+  serving process's environment, which Prefect's runner gives every run it
+  starts and no custom run can change (it ignores a run's job variables);
+* a flow called without a deployment: the caller's own environment.
+
+The working folder is the flow run's: on a work pool, the deployment's pull
+step put it there; a custom run that moves it (``job_variables:
+{working_dir: ...}``) on a deployment without such a step is refused.
 """
 
 from __future__ import annotations
@@ -16,13 +31,20 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fixtures_core.errors import AssayError
 from fixtures_core.runs.options import RunOptions, store_for
 from fixtures_core.spec import Matrix
-from flows.parameters import ParameterError
+from fixtures_core.text import excerpt
+from flows.parameters import QUOTED_CHARS, ParameterError, quoted
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.objects import FlowRun
 
 ALLOWED_ROOTS = "ASSAY_ALLOWED_ROOTS"
+_SET_WORKING_DIRECTORY = "prefect.deployments.steps.set_working_directory"
 
 
 class OutsideRoots(ParameterError):
@@ -34,12 +56,38 @@ class Confinement:
     """The folders a deployment's flow run may use: its working folder first, then the allow-list."""
 
     roots: tuple[Path, ...]
+    source: str = ALLOWED_ROOTS  # where the allow-list is set, as the refusal tells it
 
     @classmethod
-    def of_deployment(cls, environ: Mapping[str, str] = os.environ) -> Confinement:
-        """The working folder and ``ASSAY_ALLOWED_ROOTS`` of this process."""
-        listed = [Path(p) for p in environ.get(ALLOWED_ROOTS, "").split(os.pathsep) if p.strip()]
-        return cls(tuple(dict.fromkeys(p.resolve() for p in [Path.cwd(), *listed])))
+    def of_process(cls, environ: Mapping[str, str] = os.environ) -> Confinement:
+        """The working folder and ``ASSAY_ALLOWED_ROOTS`` of this process's environment."""
+        return cls.of(Path.cwd(), environ.get(ALLOWED_ROOTS, ""), f"{ALLOWED_ROOTS} (this process's environment)")
+
+    @classmethod
+    def of(cls, working: Path, listed: str, source: str = ALLOWED_ROOTS) -> Confinement:
+        """``working`` and the folders of an ``ASSAY_ALLOWED_ROOTS`` value."""
+        folders = [Path(p) for p in listed.split(os.pathsep) if p.strip()]
+        return cls(tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in [working, *folders])), source)
+
+    @classmethod
+    def of_flow_run(cls, client: SyncPrefectClient, flow_run: FlowRun | None) -> Confinement:
+        """The confinement of a flow run, from its deployment's definition (see the module docstring)."""
+        if flow_run is None or flow_run.deployment_id is None:
+            return cls.of_process()
+        deployment = client.read_deployment(flow_run.deployment_id)
+        if not deployment.work_pool_name:  # served: Prefect's runner starts it with the serving process's environment
+            return cls.of(Path.cwd(), os.environ.get(ALLOWED_ROOTS, ""), f"{ALLOWED_ROOTS} of the serving process")
+        pulled = _pulled_into(deployment.pull_steps or [])
+        moved = (flow_run.job_variables or {}).get("working_dir")
+        if pulled is None and moved is not None and moved != (deployment.job_variables or {}).get("working_dir"):
+            raise OutsideRoots(
+                f"refused: job_variables.working_dir {quoted(moved)}: a custom run may not move the working folder "
+                "of a deployment (give the deployment a set_working_directory pull step, or lock its work pool)"
+            )
+        pool = client.read_work_pool(deployment.work_pool_name)
+        listed = [_allowed(deployment.job_variables or {}), _allowed(_fixed_job(pool.base_job_template or {}))]
+        source = f"{ALLOWED_ROOTS} of the deployment's job variables or its work pool's fixed env"
+        return cls.of(Path.cwd(), os.pathsep.join(p for p in listed if p), source)
 
     def check_options(self, options: RunOptions) -> None:
         """OutsideRoots for the first of ``paths``, ``out`` or ``baseline`` that leaves the roots."""
@@ -66,13 +114,36 @@ class Confinement:
             self._check("baseline", options.baseline)
 
     def _check(self, field: str, given: str, resolved: Path | None = None, found: bool = False) -> None:
-        where = (resolved or Path(given)).resolve()
+        where = Path(os.path.realpath(resolved or Path(given)))  # realpath: a symlink loop is no exception
         if not _inside(where, self.roots):
             what = "a fixture file found at" if found else "it names"
             raise OutsideRoots(
-                f"refused: {field} {given!r}: {what} {where}, outside this deployment's working folder "
-                f"{self.roots[0]}{_also(self.roots[1:])}; a deployment may allow more folders in {ALLOWED_ROOTS}"
+                f"refused: {field} {quoted(given)}: {what} {excerpt(str(where), QUOTED_CHARS - 1, tail=True)}, outside "
+                f"this deployment's working folder {self.roots[0]}{_also(self.roots[1:])}; a deployment may allow "
+                f"more folders in {self.source}"
             )
+
+
+def _pulled_into(steps: Iterable[Mapping[str, Any]]) -> str | None:
+    """The folder a deployment's ``set_working_directory`` pull step moves its runs into, if any."""
+    for step in steps:
+        found = step.get(_SET_WORKING_DIRECTORY) if isinstance(step, Mapping) else None
+        if isinstance(found, Mapping) and isinstance(found.get("directory"), str):
+            return str(found["directory"])
+    return None
+
+
+def _fixed_job(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The job configuration of a base job template, when its ``env`` is fixed (no ``{{ env }}``): a locked pool."""
+    job = template.get("job_configuration")
+    return job if isinstance(job, Mapping) and isinstance(job.get("env"), Mapping) else {}
+
+
+def _allowed(variables: Mapping[str, Any]) -> str:
+    """``ASSAY_ALLOWED_ROOTS`` of a job's ``env``, or ''."""
+    env = variables.get("env")
+    value = env.get(ALLOWED_ROOTS) if isinstance(env, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def _inside(path: Path, roots: Iterable[Path]) -> bool:
@@ -80,4 +151,4 @@ def _inside(path: Path, roots: Iterable[Path]) -> bool:
 
 
 def _also(roots: tuple[Path, ...]) -> str:
-    return f" and {ALLOWED_ROOTS} ({', '.join(str(r) for r in roots)})" if roots else ""
+    return f" and ({', '.join(str(r) for r in roots)})" if roots else ""

@@ -6,7 +6,8 @@ per run would leave one behind every time. When assay starts a home's
 server it also starts this small companion (standard library only, about
 10 MB), detached like the server. Every ``assay run`` on the server stamps
 the home (``assay-last-used``); the companion stops the server once the
-stamp is older than the idle time, no flow run is pending or running, and
+stamp is older than the idle time, no flow run is pending or running (one
+whose recorded process is gone, killed with its run, does not count), and
 the server has no deployments (a home that serves schedules or workers is
 infrastructure, never idle). It exits when the server is gone, however it
 went. ``ASSAY_SERVER_IDLE_MINUTES=0`` keeps servers up for good.
@@ -20,22 +21,26 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
 from fixtures_core.execution.containment import HELPER_VARIABLE
+from flows import owners
 
 IDLE_VARIABLE = "ASSAY_SERVER_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 120.0
 STAMP = "assay-last-used"
 PID_FILE = "assay-idle-stop.pid"
 _LIVE_STATES = ["PENDING", "RUNNING", "CANCELLING", "PAUSED"]
+_PAGE = 200  # live flow runs read at once; a server with more is in use
 
 
 def idle_seconds(environ: dict[str, str] | None = None) -> float | None:
@@ -96,22 +101,44 @@ def _companion(home: Path) -> int | None:
     return pid if procfs.alive(pid) and "flows.idle_stop" in command else None
 
 
-def _post_count(api_url: str, path: str, body: dict[str, object]) -> int | None:
+def _post(api_url: str, path: str, body: dict[str, object]) -> object:
+    """The server's JSON answer; None when it does not answer (busy or going: not known to be idle)."""
     request = urllib.request.Request(
         f"{api_url}/{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - this home's own server
-            return int(json.loads(answer.read()))
+            return json.loads(answer.read())
     except (OSError, ValueError, urllib.error.URLError):
-        return None  # busy or going: not known to be idle
+        return None
 
 
 def in_use(api_url: str) -> bool:
-    """True unless the server answers that it has no deployments and no live flow runs."""
-    deployments = _post_count(api_url, "deployments/count", {})
-    live = _post_count(api_url, "flow_runs/count", {"flow_runs": {"state": {"type": {"any_": _LIVE_STATES}}}})
-    return deployments is None or live is None or deployments > 0 or live > 0
+    """True unless the server answers that it has no deployments and no live flow runs. A run left Running
+    by a process that is gone (SIGKILLed, its machine rebooted: ``flows.owners``) is not live."""
+    deployments = _post(api_url, "deployments/count", {})
+    live = _post(api_url, "flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": _LIVE_STATES}}},
+                                               "limit": _PAGE})  # fmt: skip
+    if not isinstance(deployments, int) or deployments > 0 or not isinstance(live, list) or len(live) >= _PAGE:
+        return True
+    host = socket.gethostname()
+    return any(not _abandoned(run, host) for run in live)
+
+
+def _abandoned(run: object, host: str) -> bool:
+    """True for a flow run (as the API gives it) whose recorded process ran here and is gone."""
+    if not isinstance(run, dict):
+        return False
+    labels = run.get("labels") if isinstance(run.get("labels"), dict) else None
+    owner = owners.owner_of(run.get("infrastructure_pid"), labels)
+    return owners.is_gone(owner, _epoch(run.get("start_time") or run.get("expected_start_time")), host)
+
+
+def _epoch(text: object) -> float | None:
+    try:
+        return datetime.fromisoformat(text).timestamp() if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def watch(home: Path, after: float) -> None:

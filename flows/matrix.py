@@ -77,7 +77,7 @@ from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
 from flows import row_subflow, states  # noqa: E402
-from flows.abandoned import Owner, mark_abandoned  # noqa: E402
+from flows.abandoned import mark_abandoned  # noqa: E402
 from flows.api_watch import ApiWatch  # noqa: E402
 from flows.board import RowBoard, baselines_first  # noqa: E402
 from flows.concurrency import GlobalLimits  # noqa: E402
@@ -86,7 +86,8 @@ from flows.dask_workers import DaskSamples, run_on_worker  # noqa: E402
 from flows.events import emit_run_finished  # noqa: E402
 from flows.lease_guard import LeaseGuard  # noqa: E402
 from flows.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
-from flows.parameters import MatrixParameters, flow_args_doc, flow_signature  # noqa: E402
+from flows.owners import OWNER_LABEL, Owner  # noqa: E402
+from flows.parameters import MatrixParameters, bounded, flow_args_doc, flow_signature  # noqa: E402
 from flows.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
 from flows.row_subflow import RowSubflow, RowSubflows  # noqa: E402
 from flows.server import Backend, ServerError, url_answers  # noqa: E402
@@ -314,12 +315,15 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     quiet_task_runs()
     launch = _launched()
     if launch is None:  # a deployment, a schedule or the UI: plan here, confined
+        run_id = new_run_id()  # first: a refused run is named after it too, so a search by run id finds it
         try:
-            launch = _deployed_launch(parameters)
+            launch = _deployed_launch(parameters, run_id)
         except ValidationFailed as exc:
-            return _refused(f"configuration errors: {'; '.join(str(e) for e in exc.errors)}")
+            return _refused(run_id, f"configuration errors: {'; '.join(str(e) for e in exc.errors)}", parameters)
         except AssayError as exc:
-            return _refused(str(exc))
+            return _refused(run_id, str(exc), parameters)
+        except (OSError, ValueError, RuntimeError) as exc:  # a path the OS refuses (too long, a loop, a NUL)
+            return _refused(run_id, f"refused: {_os_reason(exc)}", parameters)
     key = artifact_key(launch.options, launch.plan.matrix)
     tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
     # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
@@ -349,21 +353,36 @@ _matrix_flow.__doc__ = (_matrix_flow.__doc__ or "") + flow_args_doc()
 matrix_flow = flow(name="assay-matrix", log_prints=False, validate_parameters=False, persist_result=False)(_matrix_flow)
 
 
-def _deployed_launch(parameters: Mapping[str, Any]) -> Launch:
+def _deployed_launch(parameters: Mapping[str, Any], run_id: str) -> Launch:
     """The launch of a flow run that ``assay run`` did not start: its parameters checked, confined and planned."""
     given = MatrixParameters.parse(parameters)
     run_options = given.to_options()
-    confinement = Confinement.of_deployment()
+    context = FlowRunContext.get()
+    with get_client(sync_client=True) as client:
+        confinement = Confinement.of_flow_run(client, context.flow_run if context is not None else None)
     confinement.check_options(run_options)
     planned = plan(run_options)
     confinement.check_fixtures(planned.matrix)
-    return Launch(new_run_id(), run_options, planned, tuple(given.tags))
+    return Launch(run_id, run_options, planned, tuple(given.tags))
 
 
-def _refused(message: str) -> RunResult:
-    """A flow run that ran nothing: Failed with one line saying why."""
+def _refused(run_id: str, message: str, parameters: Mapping[str, Any]) -> RunResult:
+    """A flow run that ran nothing: named after the run id it would have had, Failed with one line saying why
+    (quoting at most ``QUOTED_CHARS`` characters of any value it was given)."""
+    context = FlowRunContext.get()
+    if context is not None and context.flow_run is not None:
+        context.client.update_flow_run(context.flow_run.id, name=run_id)
+        context.flow_run.name = run_id
+    message = bounded(message, parameters)
     get_run_logger().error(message)
     return cast(RunResult, Failed(message=message))  # Prefect ends the flow run in the returned state
+
+
+def _os_reason(exc: BaseException) -> str:
+    """What the OS said about a path, in one line (a loop, a name too long, a NUL byte)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc) or type(exc).__name__
 
 
 _TIDY_WAIT_S = 5.0
@@ -378,24 +397,30 @@ def _own_flow_run(name: str, tags: list[str], resumes: bool) -> threading.Thread
         return None
     flow_run = context.flow_run
     merged = list(dict.fromkeys([*flow_run.tags, *tags]))
-    owner = None if flow_run.infrastructure_pid else str(Owner.here())  # a worker's or serve's is already there
+    # On a work pool the worker writes its own id there (Prefect 3.9: a bare pid, no host), maybe after this:
+    # the owner goes into a label of the run instead (written by the tidy thread, as it costs a call).
+    pooled = bool(flow_run.work_pool_name or flow_run.infrastructure_pid)
+    owner = None if pooled else str(Owner.here())
     if flow_run.name != name or merged != flow_run.tags or owner:
         context.client.update_flow_run(flow_run.id, name=name, tags=merged, infrastructure_pid=owner)
         # Prefect relates events (assay.run.finished, every state change) to the tags of the context's
         # copy of the flow run: without this, tag-based automations would miss an ad-hoc run's events.
         flow_run.name, flow_run.tags = name, merged
         flow_run.infrastructure_pid = owner or flow_run.infrastructure_pid
-    tidy = functools.partial(_mark_abandoned_runs, flow_run, name if resumes else None)
+    tidy = functools.partial(_mark_abandoned_runs, flow_run, name if resumes else None, pooled)
     thread = threading.Thread(target=contextvars.copy_context().run, args=(tidy,), name="assay-tidy", daemon=True)
     thread.start()
     return thread
 
 
-def _mark_abandoned_runs(flow_run: FlowRun, resumed: str | None) -> None:
-    """``mark_abandoned`` with a client of its own; a failure only costs the tidying."""
+def _mark_abandoned_runs(flow_run: FlowRun, resumed: str | None, pooled: bool) -> None:
+    """``mark_abandoned`` with a client of its own (first recording this run's owner in its label when it
+    runs on a work pool); a failure only costs the tidying."""
     logger = get_run_logger()
     try:
         with get_client(sync_client=True) as client:
+            if pooled:
+                client.update_flow_run_labels(flow_run.id, {OWNER_LABEL: str(Owner.here())})
             marked = mark_abandoned(client, flow_run, resumed=resumed)
     except Exception as exc:  # noqa: BLE001 - tidying others' states never stops this run
         logger.debug("could not look for abandoned flow runs: %s", exc)

@@ -181,31 +181,98 @@ def serves_home(server: LocalServer, timeout: float = 2.0) -> bool:
     return isinstance(home, str) and Path(home).expanduser().resolve() == server.home
 
 
+class _PortTaken(ServerError):
+    """The new server could not have its port: another process took it while it started."""
+
+
+_START_ATTEMPTS = 4  # a port lost to a server of another home starting at the same moment: try another
+
+
 def ensure_started(home: Path, port: int | None = None, say: Say = _silent) -> LocalServer:
-    """This home's background server, started (Prefect's ``server start --background``) if none runs."""
-    server = find(home)
-    if server is None:
-        _remove_stale_pid_file(home)
-        server = _start(home, port, say)
-    return _wait_ready(server, say)
+    """This home's background server, started (Prefect's ``server start --background``) if none runs.
+
+    Servers of other homes starting at the same moment may all find the same port free (a server binds it
+    only once its database is ready): the one that loses it starts again on another, unless ``port`` was given.
+    """
+    for attempt in range(1, _START_ATTEMPTS + 1):
+        try:
+            server = find(home)
+            if server is None:
+                _remove_stale_pid_file(home)
+                server = _start(home, port, say)
+            return _wait_ready(server, say)
+        except _PortTaken as lost:
+            if port is not None or attempt == _START_ATTEMPTS:
+                raise ServerError(str(lost)) from None
+            say(f"{lost}; starting it on another port")
+    raise AssertionError("unreachable")
 
 
-def _require_pinned_database(home: Path) -> None:
-    """ServerError when the home's profile keeps its database in PostgreSQL and nothing listens there:
-    Prefect would fail to start, or a hand-edited profile would quietly fall back to a new SQLite file."""
+DATABASE_VARIABLES = ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL")
+
+
+def _require_pinned_database(home: Path, env: dict[str, str]) -> str | None:
+    """The PostgreSQL URL a home's profile pins (``deployments/postgres_server.py``), checked; None when unpinned.
+
+    ServerError when another database would be used: a URL in the environment, or any other source Prefect
+    reads (``PREFECT_PROFILE``, ``.env``, ``prefect.toml``, ``pyproject.toml`` in the server's folder); or
+    when nothing listens where PostgreSQL should: Prefect would fail, or quietly start on a new SQLite file.
+    """
     url = pinned_database(home)
     if url is None or not url.startswith("postgresql"):
-        return
+        return None
+    named = [(name, env[name]) for name in DATABASE_VARIABLES if env.get(name) and env[name] != url]
+    resolved = named[0][1] if named else _resolved_database(home, env)
+    if resolved is not None and resolved != url:
+        source = (
+            f"{named[0][0]} in the environment"
+            if named
+            else f"a setting beside the profile (PREFECT_PROFILE, or .env, prefect.toml or pyproject.toml in {home})"
+        )
+        raise ServerError(
+            f"the Prefect home {home} keeps its database in PostgreSQL ({_masked(url)}, its profiles.toml), but "
+            f"{source} names another one ({_masked(resolved)}): remove that setting, or use another PREFECT_HOME"
+        )
     address = urllib.parse.urlsplit(url)
     host, port = address.hostname or HOST, address.port or 5432
     with socket.socket() as probe:
         probe.settimeout(2.0)
         if probe.connect_ex((host, port)) == 0:
-            return
+            return url
     raise ServerError(
         f"the Prefect home {home} keeps its database in PostgreSQL at {host}:{port}, which is not running: "
         f"start it first (python deployments/postgres_server.py start --dir {home.parent})"
     )
+
+
+_RESOLVE = (
+    "from prefect.settings import get_current_settings as s; u = s().server.database.connection_url; "
+    "print(u.get_secret_value() if u else '')"
+)
+
+
+def _resolved_database(home: Path, env: dict[str, str]) -> str | None:
+    """The database URL Prefect's own settings give a server started here ('' for its default SQLite file);
+    None when that cannot be told (the server is then started with the pinned URL all the same)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _RESOLVE], env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return None
+    return lines[-1].strip() or f"sqlite: {home / 'prefect.db'}"
+
+
+def _masked(url: str) -> str:
+    """A database URL for a message: its password hidden, at most 80 characters."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        url = url.replace(f":{parts.password}@", ":***@", 1)
+    return url if len(url) <= 80 else url[:20] + "…" + url[-59:]  # the driver, and the host or file
 
 
 def pinned_database(home: Path) -> str | None:
@@ -230,7 +297,12 @@ def preferred_port() -> int:
 
 
 def _start(home: Path, port: int | None, say: Say) -> LocalServer:
-    _require_pinned_database(home)
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(home)
+    pinned = _require_pinned_database(home, env)
+    if pinned is not None:  # the profile's URL, above every other source Prefect reads
+        env.update(dict.fromkeys(DATABASE_VARIABLES, pinned))
     idle_seconds()  # a bad ASSAY_SERVER_IDLE_MINUTES is one line before anything starts
     preferred = preferred_port()
     chosen = port or (preferred if port_is_free(preferred) else free_port())
@@ -239,10 +311,7 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
         f"starting a local Prefect server on {HOST}:{chosen} (home {home})"
         + (": a first start creates its database, a minute or more on a busy machine" if first else "")
     )
-    home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(
-        PREFECT_HOME=str(home),
         PREFECT_SERVER_API_HOST=HOST,
         PREFECT_SERVER_API_PORT=str(chosen),  # the UI calls the API on this port (else on 4200)
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
@@ -267,7 +336,8 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
         start_companion(home)
         return server
     reason = " ".join((done.stderr or done.stdout).split())[-300:] or f"exit code {done.returncode}"
-    raise ServerError(f"could not start a local Prefect server on {HOST}:{chosen}: {reason}")
+    failed = _PortTaken if not port_is_free(chosen) else ServerError
+    raise failed(f"could not start a local Prefect server on {HOST}:{chosen}: {reason}")
 
 
 def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_S) -> LocalServer:
@@ -278,7 +348,8 @@ def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_
         if serves_home(server):
             return server
         if _server_address(server.pid) is None:
-            raise ServerError(
+            failed = _PortTaken if not port_is_free(server.port) else ServerError
+            raise failed(
                 f"the local Prefect server (pid {server.pid}, port {server.port}) exited while starting: "
                 f"run `prefect server start --port {server.port}` with PREFECT_HOME={server.home} to see why"
             )

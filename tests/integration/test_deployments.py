@@ -10,27 +10,35 @@ the UI reads.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
 from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.objects import FlowRun
 from prefect.exceptions import PrefectHTTPStatusError
 
+from flows.owners import Owner
 from tests.integration.conftest import REPO
 from tests.integration.prefect_views import settled_view
 
 POSTGRES_SCRIPT = REPO / "deployments" / "postgres_server.py"
 NIGHTLY = REPO / "deployments" / "nightly.py"
+RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{6}Z-[0-9a-z]+(-[A-Za-z0-9._-]+)?")
 QUICK = "| Name | Command | CEL |\n|---|---|---|\n| ok | `echo '{\"ok\": true}'` | `json.ok` |\n"
 
 
@@ -66,8 +74,16 @@ def wait_final(client: SyncPrefectClient, flow_run_id: UUID, timeout: float = 18
         time.sleep(0.5)
 
 
+@dataclass(frozen=True)
+class Postgres:
+    """A Prefect server on PostgreSQL: its API and the database URL its home's profile pins."""
+
+    api_url: str
+    database_url: str
+
+
 @pytest.fixture(scope="module")
-def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     """A Prefect server on PostgreSQL, started by ``deployments/postgres_server.py`` and stopped after."""
     if not postgres_available():
         if os.environ.get("CI"):
@@ -92,15 +108,19 @@ def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
         pinned = pinned_database(root.resolve() / "prefect-home")  # a restart another way stays on PostgreSQL
         assert pinned is not None and pinned.startswith("postgresql+asyncpg://postgres@127.0.0.1:"), pinned
-        yield api_url
+        yield Postgres(api_url, pinned)
     finally:
         subprocess.run([sys.executable, str(POSTGRES_SCRIPT), "stop", "--dir", str(root)], env=env, timeout=120)
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str, tmp_path: Path) -> None:
+def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: Postgres, tmp_path: Path) -> None:
+    """The README's setup: a locked pool, prefect.yaml's deployment allowing one state folder outside the project.
+    Custom runs try every field of the UI's custom-run form; none gets a command outside the allowed folders run.
+    Then a run killed together with its worker is marked Crashed by the next run, whoever starts it."""
     home = tmp_path / "prefect-home"
-    env = prefect_env(postgres_api, home, PREFECT_WORKER_QUERY_SECONDS="1")
+    env = prefect_env(postgres_api.api_url, home, PREFECT_WORKER_QUERY_SECONDS="1")
+    state_dir = tmp_path / "state"
 
     def prefect(*args: str) -> None:
         done = subprocess.run(
@@ -108,15 +128,16 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
         )
         assert done.returncode == 0, done.stdout + done.stderr
 
-    prefect("work-pool", "create", "assay", "--type", "process")
-    prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all")
+    prefect("work-pool", "create", "assay", "--type", "process", "--base-job-template", "deployments/process-pool.json")
+    allowed = json.dumps({"env": {"ASSAY_ALLOWED_ROOTS": str(state_dir)}})
+    prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all", "--job-variable", allowed)
     worker = subprocess.Popen(
         [sys.executable, "-m", "prefect", "worker", "start", "--pool", "assay"], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_api(postgres_api))
+            stack.enter_context(_api(postgres_api.api_url))
             client = stack.enter_context(get_client(sync_client=True))
             deployment = client.read_deployment_by_name("assay-matrix/nightly")
             assert deployment.global_concurrency_limit is not None
@@ -124,17 +145,25 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
             assert set(deployment.tags) == {"assay", "nightly"}
             [schedule] = deployment.schedules
             assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 2 * * *", "UTC")  # type: ignore[union-attr]
+            # Checked: the custom runs below may now run side by side (seconds instead of a minute, one by one).
+            client.request(
+                "PATCH", "/deployments/{id}", path_params={"id": deployment.id}, json={"concurrency_limit": None}
+            )
 
             # Custom runs with bad parameters are refused with one line; nothing runs.
-            state_dir = tmp_path / "state"
             good = {"paths": ["examples/matrix.md"], "out": str(state_dir), "label": "pg"}
             with pytest.raises(PrefectHTTPStatusError) as refused:
                 client.create_flow_run_from_deployment(deployment.id, parameters={**good, "repeat": "2"})
             detail = refused.value.response.json()["detail"]
             assert "Validation failed for field 'repeat'" in detail and "\n" not in detail
+            # The locked pool takes no job variable but env, whose value changes nothing: the server says so.
+            for variables in ({"command": "touch /tmp/escaped"}, {"working_dir": "/"}):
+                with pytest.raises(PrefectHTTPStatusError) as refused:
+                    client.create_flow_run_from_deployment(deployment.id, parameters=good, job_variables=variables)
+                assert "Additional properties are not allowed" in refused.value.response.text, variables
 
-            # The state folder is allowed by the deployment's environment; nothing else outside the project is.
-            allowed = {"env": {"ASSAY_ALLOWED_ROOTS": str(state_dir)}}
+            # The state folder is allowed by the deployment's definition; nothing else outside the project is,
+            # whatever else a custom run sets: every other field of the UI's custom-run form, all at once.
             evil, marker = hostile_fixture(tmp_path)
             hostile = [
                 {**good, "paths": [os.path.relpath(evil, REPO)]},
@@ -142,23 +171,56 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
                 {**good, "out": str(tmp_path / "elsewhere" / "state")},
                 {**good, "baseline": "../../../../etc/passwd"},
             ]
-            refusals = [client.create_flow_run_from_deployment(deployment.id, parameters=p, job_variables=allowed)
-                        for p in hostile]  # fmt: skip
-            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=good, job_variables=allowed)
+            refusals = [client.create_flow_run_from_deployment(deployment.id, parameters=p) for p in hostile]
+            refusals.append(
+                custom_run(
+                    client,
+                    deployment.id,
+                    parameters=hostile[1],
+                    enforce_parameter_schema=False,
+                    name="custom",
+                    tags=["custom"],
+                    work_queue_name="elsewhere",
+                    retries=1,
+                    job_variables={"env": {"ASSAY_ALLOWED_ROOTS": "/", "PYTHONPATH": str(tmp_path)}},
+                    message="from the form",
+                )  # fmt: skip
+            )
+            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=good)
             for run in [*refusals, flow_run]:
                 wait_final(client, run.id)
             refused_runs = [settled_view(client, run.id, tasks=0) for run in refusals]
             seen = settled_view(client, flow_run.id, tasks=4 + 20 + 1)
+
+            # A run killed with its worker (SIGKILL to the worker's whole group, the run's process included).
+            slow, started = slow_fixture(state_dir)
+            killed = client.create_flow_run_from_deployment(deployment.id, parameters={**good, "paths": [str(slow)]})
+            for _ in range(3000):  # bounded wait for its sample to start (not a timing assertion)
+                if started.exists():
+                    break
+                time.sleep(0.05)
+            assert started.exists(), "the slow run never started"
+            before = client.read_flow_run(killed.id)
+            for _ in range(600):  # bounded wait for the run's own process to record itself
+                if before.labels.get("assay.owner"):
+                    break
+                time.sleep(0.05)
+                before = client.read_flow_run(killed.id)
     finally:
-        stop_group(worker)
+        owner = Owner.parse(before.labels.get("assay.owner")) if "before" in locals() else None
+        for pid, kill in ((worker.pid, os.killpg), (owner.pid if owner else None, os.kill)):
+            with contextlib.suppress(ProcessLookupError, TypeError):
+                kill(pid, signal.SIGKILL)  # type: ignore[arg-type]
+        worker.wait(timeout=20)
 
     assert not marker.exists(), "a hostile fixture ran on the worker"
     assert not (tmp_path / "elsewhere" / "state").exists()
-    for view, field in zip(refused_runs, ["paths[0]", "paths[0]", "out", "baseline"], strict=True):
+    for view, field in zip(refused_runs, ["paths[0]", "paths[0]", "out", "baseline", "paths[0]"], strict=True):
         refusal = view.flow_run.state
         assert refusal is not None and refusal.name == "Failed"
         assert (refusal.message or "").startswith(f"refused: {field} "), refusal.message
         assert "outside this deployment's working folder" in (refusal.message or "")
+        assert RUN_ID.fullmatch(view.flow_run.name), view.flow_run.name  # a search by run id finds it
         assert "Traceback" not in view.log_text() and "unexpected exception" not in view.log_text()
 
     state = seen.flow_run.state
@@ -184,7 +246,47 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: str
     assert {"assay-report-pg", "assay-rows-pg", "assay-metrics-pg"} <= set(seen.artifacts)
     assert "### FAIL API low (`examples/matrix.md:68`)" in str(seen.artifacts["assay-report-pg"].data)
     assert (state_dir / "runs" / run_id / "run.json").exists()
-    assert sorted(p.name for p in state_dir.iterdir()) == ["latest.json", "runs"], "only the run, where it belongs"
+
+    # The worker recorded a bare pid; the run's own process recorded host:pid in a label. The next run marks it.
+    assert before.state is not None and before.state.type.value == "RUNNING"
+    assert before.infrastructure_pid is not None and before.infrastructure_pid.isdigit(), before.infrastructure_pid
+    assert owner is not None and owner.host == socket.gethostname(), before.labels
+    quick = tmp_path / "quick.md"
+    quick.write_text(QUICK)
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.run", str(quick), "--out", str(tmp_path / "other")], cwd=tmp_path,
+        env=prefect_env(postgres_api.api_url, home), capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    with _api(postgres_api.api_url), get_client(sync_client=True) as client:
+        after = client.read_flow_run(killed.id)
+    assert after.state is not None and after.state.type.value == "CRASHED", after.state
+    assert (after.state.message or "").startswith(f"its process ({owner}) is gone: killed, or lost; found by flow run")
+
+
+def custom_run(client: SyncPrefectClient, deployment_id: UUID, **form: Any) -> FlowRun:
+    """A flow run as the UI's custom-run form creates it, with every field the form offers."""
+    body = {
+        "name": form.get("name"),
+        "parameters": form.get("parameters", {}),
+        "tags": form.get("tags", []),
+        "work_queue_name": form.get("work_queue_name"),
+        "job_variables": form.get("job_variables", {}),
+        "enforce_parameter_schema": form.get("enforce_parameter_schema", True),
+        "empirical_policy": {"retries": form.get("retries", 0), "retry_delay": 0},
+        "state": {"type": "SCHEDULED", "message": form.get("message", ""), "state_details": {"scheduled_time": None}},
+    }
+    response = client.request("POST", "/deployments/{id}/create_flow_run", path_params={"id": deployment_id}, json=body)
+    return FlowRun.model_validate(response.json())
+
+
+def slow_fixture(folder: Path) -> tuple[Path, Path]:
+    """A fixture (in an allowed folder) whose one row leaves a marker as it starts, then sleeps."""
+    started = folder / "slow-started"
+    slow = folder / "slow.md"
+    folder.mkdir(parents=True, exist_ok=True)
+    slow.write_text(f"| Name | Command |\n|---|---|\n| slow | `sh -c 'touch {started}; sleep 120'` |\n")
+    return slow, started
 
 
 def hostile_fixture(tmp_path: Path) -> tuple[Path, Path]:
@@ -316,13 +418,24 @@ def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path)
         ({"repeat": "2"}, "invalid flow parameters: repeat: Input should be a valid integer (got '2')"),
         ({"parallel": 0}, "invalid flow parameters: parallel: Input should be greater than or equal to 1 (got 0)"),
         ({"tags": "x"}, "invalid flow parameters: tags: Input should be a valid list (got 'x')"),
+        (
+            {"out": "s" * 300, "filter": ["a\x00"], "label": "L" * 100_000, "tags": ["T" * 300_000]},
+            (
+                "out: a path component is longer than 255 bytes (a file name's limit) (got 'sss",
+                "filter.0: a control character (a NUL byte, a newline, ...) is not allowed here (got 'a\\x00')",
+                "label: String should have at most 200 characters (got 'LLL",
+                "tags.0: String should have at most 200 characters (got 'TTT",
+            ),
+        ),
     ],
+    ids=["text-repeat", "parallel-0", "tags-text", "nul-long-component-100kb-label-300kb-tag"],
 )
 def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
-    extra: dict[str, object], expected: str, tmp_path: Path
+    extra: dict[str, object], expected: str | tuple[str, ...], tmp_path: Path
 ) -> None:
     """What a flow run does with parameters the server did not check (a deployment without
-    schema enforcement): Failed with one line naming each bad field, before anything runs."""
+    schema enforcement): Failed with one line naming each bad field and quoting at most 80
+    characters of each value, before anything runs; named after a run id like every run."""
     from prefect.flow_engine import run_flow
 
     from flows.matrix import matrix_flow
@@ -333,5 +446,84 @@ def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
     state = run_flow(matrix_flow, parameters=options, return_type="state")
     assert state.is_failed() and state.message is not None
     assert state.message.startswith("invalid flow parameters: ") and "\n" not in state.message, state.message
-    assert expected in state.message
+    assert all(part in state.message for part in ([expected] if isinstance(expected, str) else expected))
+    assert not any(letter * 80 in state.message for letter in "LTs"), "each value quoted is cut to 80 characters"
+    assert len(state.message) < 600, "a refusal names the values, never echoes them"
     assert [p.name for p in tmp_path.iterdir()] == ["quick.md"]
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(state.state_details.flow_run_id)  # type: ignore[arg-type]
+    assert RUN_ID.fullmatch(flow_run.name), f"a refused run is named after its run id, not {flow_run.name!r}"
+
+
+@pytest.mark.usefixtures("prefect_backend")
+def test_the_allow_list_is_the_deployments_own_never_what_a_custom_run_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a pool that passes job variables on (Prefect's default template), a custom run's env reaches the flow
+    run's environment: the allow-list is read from the deployment and the pool's fixed env, never from there."""
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    from flows.confinement import Confinement, OutsideRoots
+
+    allowed, fixed = tmp_path / "allowed", tmp_path / "fixed"
+    locked = json.loads((REPO / "deployments" / "process-pool.json").read_text())
+    locked["job_configuration"]["env"] = {"ASSAY_ALLOWED_ROOTS": str(fixed)}
+    suffix = uuid.uuid4().hex[:8]
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow_from_name("assay-matrix")
+        runs = {}
+        for pool, template in ((f"open-{suffix}", None), (f"locked-{suffix}", locked)):
+            client.create_work_pool(WorkPoolCreate(name=pool, type="process", base_job_template=template or {}))
+            deployment_id = client.create_deployment(
+                flow_id=flow_id, name=pool, work_pool_name=pool, entrypoint="flows/matrix.py:matrix_flow",
+                job_variables={"env": {"ASSAY_ALLOWED_ROOTS": str(allowed)}},
+            )  # fmt: skip
+            runs[pool] = client.create_flow_run_from_deployment(
+                deployment_id, job_variables={"env": {"ASSAY_ALLOWED_ROOTS": "/"}} if template is None else None
+            )
+        moved = client.create_flow_run_from_deployment(runs[f"open-{suffix}"].deployment_id,  # type: ignore[arg-type]
+                                                        job_variables={"working_dir": "/"})  # fmt: skip
+        monkeypatch.setenv("ASSAY_ALLOWED_ROOTS", "/")  # what the open pool's worker puts in the run's environment
+        monkeypatch.chdir(tmp_path)
+        confined = {pool: Confinement.of_flow_run(client, run).roots for pool, run in runs.items()}
+        with pytest.raises(OutsideRoots) as refused:
+            Confinement.of_flow_run(client, moved)
+    here, allowed, fixed = tmp_path.resolve(), allowed.resolve(), fixed.resolve()
+    assert confined == {f"open-{suffix}": (here, allowed), f"locked-{suffix}": (here, allowed, fixed)}
+    assert str(refused.value).startswith("refused: job_variables.working_dir '/': a custom run may not move")
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL in the environment"),
+        ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL in the environment"),
+        ("prefect.toml", "a setting beside the profile (PREFECT_PROFILE, or .env, prefect.toml or pyproject.toml in"),
+    ],
+)
+def test_a_postgres_home_refuses_a_sqlite_url_from_any_source(
+    postgres_api: Postgres, source: str, named: str, tmp_path: Path
+) -> None:
+    """A home pinned to a running PostgreSQL, with a SQLite URL beside its profile: one line, nothing started."""
+    from deployments.postgres_server import pin_database
+    from flows.server import find, stop
+    from tests.integration.conftest import run_cli
+
+    home = tmp_path / "team" / "prefect-home"
+    pin_database(home, postgres_api.database_url)
+    sqlite = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
+    env = {"PREFECT_HOME": str(home)}
+    if source == "prefect.toml":
+        (home / "prefect.toml").write_text(f'[server.database]\nconnection_url = "{sqlite}"\n')
+    else:
+        env[source] = sqlite
+    try:
+        done = run_cli(["server", "start"], cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.startswith(f"error: the Prefect home {home} keeps its database in PostgreSQL ("), done.stderr
+        assert f"but {named}" in done.stderr and "names another one (sqlite+aiosqlite:///…" in done.stderr
+        assert "/fresh.db): remove that setting, or use another PREFECT_HOME" in done.stderr
+        assert len(done.stderr.splitlines()) == 1
+        assert find(home) is None and not (tmp_path / "fresh.db").exists() and not (home / "prefect.db").exists()
+    finally:
+        stop(home)

@@ -378,7 +378,8 @@ def _waiting(fd: int) -> int:
 def test_an_unused_local_server_stops_itself_after_the_idle_time(
     prefect_server: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ASSAY_SERVER_IDLE_MINUTES: the server assay started is stopped by its companion once unused."""
+    """ASSAY_SERVER_IDLE_MINUTES: the server assay started is stopped by its companion once unused, also when
+    its last run was killed and left Running."""
     import sqlite3
 
     from tests.integration.conftest import SESSION_HOME
@@ -393,9 +394,10 @@ def test_an_unused_local_server_stops_itself_after_the_idle_time(
     monkeypatch.setenv("ASSAY_SERVER_IDLE_MINUTES", "0.05")  # 3 s
     monkeypatch.delenv("ASSAY_TEST_MARK", raising=False)
     try:
-        local = server.ensure_started(home, free_port())
+        # A CI job's only run starts the home's server, and is SIGKILLed by the job's timeout: its flow run
+        # stays Running, with no process.
+        killed = killed_run(tmp_path, home)
         companion = int((home / idle_stop.PID_FILE).read_text())
-        assert not idle_stop.in_use(local.api_url)
         for _ in range(1200):  # bounded wait for the companion's stop (not a timing assertion)
             if server.find(home) is None:
                 break
@@ -405,6 +407,43 @@ def test_an_unused_local_server_stops_itself_after_the_idle_time(
         assert gone_soon(companion) and not (home / idle_stop.PID_FILE).exists()
     finally:
         server.stop(home)
+    with contextlib.closing(sqlite3.connect(home / "prefect.db")) as database:
+        [(state,)] = database.execute("SELECT state_type FROM flow_run WHERE id = ?", (killed,)).fetchall()
+    assert state == "RUNNING", "the killed run was left Running, and the server stopped all the same"
+
+
+def killed_run(tmp_path: Path, home: Path) -> str:
+    """Start ``assay run`` of a slow fixture on the home's server, SIGKILL it once a sample runs; its flow run id."""
+    started = tmp_path / "started"
+    fixture = tmp_path / "slow.md"
+    fixture.write_text(f"| Name | Command |\n|---|---|\n| slow | `sh -c 'touch {started}; sleep 60'` |\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path,
+        env=readme_env(home, ASSAY_PREFECT_PORT=str(free_port())), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(3000):  # bounded wait for the sample to start (not a timing assertion)
+            if started.exists() or process.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert started.exists(), "the run never started its sample"
+        [run_id] = [folder.name for folder in (tmp_path / "state" / "runs").iterdir()]
+        local = server.find(home)
+        assert local is not None
+        found = json.loads(_post(f"{local.api_url}/flow_runs/filter", {"flow_runs": {"name": {"any_": [run_id]}}}))
+        assert [run["state_type"] for run in found] == ["RUNNING"]
+    finally:
+        process.kill()
+        process.wait()
+    return str(found[0]["id"])
+
+
+def _post(url: str, body: dict[str, object]) -> bytes:
+    import urllib.request
+
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - the test's own server
+        return bytes(answer.read())
 
 
 @pytest.mark.parametrize(
@@ -423,3 +462,45 @@ def test_a_bad_idle_time_is_one_line(tmp_path: Path) -> None:
                    env={"PREFECT_HOME": str(tmp_path / "h"), "ASSAY_SERVER_IDLE_MINUTES": "soon"})  # fmt: skip
     assert done.returncode == 2
     assert done.stderr == "error: ASSAY_SERVER_IDLE_MINUTES='soon' is not a number of minutes (0 keeps servers up)\n"
+
+
+def test_servers_of_two_homes_started_at_the_same_moment_each_get_a_port(
+    prefect_server: object, tmp_path: Path
+) -> None:
+    """Both find the preferred port free (a server binds it only once its database is ready): one loses it, and
+    starts again on another port instead of failing."""
+    import sqlite3
+
+    from tests.integration.conftest import SESSION_HOME
+
+    homes = [(tmp_path / name).resolve() for name in ("a", "b")]
+    for home in homes:
+        home.mkdir()
+        with sqlite3.connect(SESSION_HOME / "prefect.db") as source, sqlite3.connect(home / "prefect.db") as copy:
+            source.backup(copy)  # migrated: each start takes seconds, not a minute
+    port = str(free_port())
+    env = {k: v for k, v in os.environ.items() if k != "ASSAY_TEST_MARK"}  # the servers outlive the commands
+    try:
+        with contextlib.ExitStack() as stack:
+            starts = [
+                stack.enter_context(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "flows.run", "server", "start"],
+                        cwd=tmp_path,
+                        text=True,
+                        env={**env, "PYTHONPATH": str(REPO), "PREFECT_HOME": str(home), "ASSAY_PREFECT_PORT": port},
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                    )  # fmt: skip
+                )
+                for home in homes
+            ]
+            ended = [start.communicate(timeout=300) for start in starts]
+        assert [start.returncode for start in starts] == [0, 0], ended
+        found = [server.find(home) for home in homes]
+        assert all(found) and len({s.port for s in found if s}) == 2, found
+        assert port in {str(s.port) for s in found if s}, "one of them has the preferred port"
+        assert all(server.serves_home(s) for s in found if s)
+    finally:
+        for home in homes:
+            server.stop(home)
