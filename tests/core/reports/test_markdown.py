@@ -132,6 +132,7 @@ def test_a_failed_ship_gate_is_in_the_answer(ab_run: RunResult) -> None:
     answer = markdown.render(ab_run).split("<details>", 1)[0]
     assert (
         "- A/B suite `" in answer
-        and "**SHIP-GATE VERDICT: FAIL** (hard gate 'careful wins every gated case by 5 points or more': FAILED)"
-        in answer
+        and "**SHIP-GATE VERDICT: FAIL** (hard gate 'careful wins every gated case by 5 points or more': FAILED, "
+        "broken by loud-flag, config-comments)"
+        in answer  # docstring is a known limit the gate leaves out
     )
