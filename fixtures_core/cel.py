@@ -103,16 +103,16 @@ class Program:
         self._properties = properties
         self.uses_json = bool(re.search(r"\bjson\b", expression))
 
-    def seen(self, context: Mapping[str, object]) -> str | None:
+    def seen(self, context: Mapping[str, object], longest: int | None = None) -> str | None:
         """What each side of a comparison was, when the expression is one (``json.a == "low"``): ``json.a was
-        "medium"``; a side that is a literal is left out. None for any other expression, or a side that
-        cannot be evaluated alone."""
+        "medium"``; a side that is a literal (or longer than ``longest`` characters) is left out. None for any
+        other expression, or a side that cannot be evaluated alone."""
         found = comparison(self.expression)
         if found is None:
             return None
         told = []
         for side in (found[0], found[2]):
-            if _LITERAL.fullmatch(side):
+            if _LITERAL.fullmatch(side) or (longest is not None and len(side) > longest):
                 continue
             try:
                 value = _compile(side, self._properties).evaluate(context)
@@ -243,7 +243,10 @@ def comparison(expression: str) -> tuple[str, str, str] | None:
 
 
 def shown_value(value: object, limit: int = 80) -> str:
-    """A value as CEL would write it, bounded: ``"medium"``, ``3``, ``true``, ``["a", "b"]``."""
+    """A value as CEL would write it, bounded: ``"medium"``, ``3``, ``true``, ``["a", "b"]`` (a double to
+    6 significant digits: ``-9.22222``)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):

@@ -65,14 +65,14 @@ def gate_seen(gate: GateResult, outcome: SuiteOutcome) -> str | None:
                 break
             if program.evaluate(context).value is not False:
                 continue
-            seen = program.seen(context)
+            seen = program.seen(context, longest=_SIDE_CHARS)
             if seen:
-                told[seen if len(seen) <= _SEEN_CHARS else seen[: _SEEN_CHARS - 1] + "…"] = None
+                told[seen] = None
             break
     return "; ".join(told) or None
 
 
-_SEEN_CHARS = 240
+_SIDE_CHARS = 60  # a longer side (a whole filter) says less than the gate's name
 
 
 def _disjuncts(cel: str) -> list[str]:

@@ -17,8 +17,10 @@ Rules (README, "Trends: what changed since last night"):
   the one whose two parts sit closest to their own medians (the least sum of
   absolute deviations) is the candidate. It is a step when the two medians
   differ by more than ``STEP_FRACTION`` of the earlier median and by more
-  than ``STEP_NOISE`` times the noise (the larger median absolute deviation
-  of the two parts). One step per series at most: the best split.
+  than ``STEP_NOISE`` times the noise (the larger of the two parts' mean
+  absolute deviations from their medians: a series that alternates between
+  two values is noise, not a step). One step per series at most: the best
+  split.
 * **Cost**: a run's cost is the sum of every sample's value of each metric
   whose name contains ``cost`` (``cost_usd``), per metric.
 * **Since the previous run**: new failures are rows FAIL or ERR now that
@@ -42,7 +44,7 @@ if TYPE_CHECKING:  # rundoc's RunResult is what trends read; records come after 
 
 MIN_SIDE = 2  # runs on each side of a step
 STEP_FRACTION = 0.10  # the medians must differ by more than this share of the earlier one
-STEP_NOISE = 3.0  # ... and by more than this many times the larger median absolute deviation
+STEP_NOISE = 3.0  # ... and by more than this many times the larger mean absolute deviation from a median
 _FAILING: tuple[Status, ...] = ("FAIL", "ERR")
 
 RowKey = tuple[str, str]  # (fixture file, row name)
@@ -82,7 +84,7 @@ class Step:
     index:   position of the first run after the step in the series' runs (oldest first).
     before:  median of the earlier part; after: median of the later part.
     change:  ``(after - before) / |before|`` (None when ``before`` is 0).
-    noise:   the larger median absolute deviation of the two parts.
+    noise:   the larger of the two parts' mean absolute deviations from their medians.
     """
 
     index: int
@@ -329,7 +331,7 @@ def find_step(values: Sequence[float | None]) -> Step | None:
     split = best[1]
     earlier, later = series[:split], series[split:]
     before, after = statistics.median(earlier), statistics.median(later)
-    noise = max(_mad(earlier), _mad(later))
+    noise = max(_spread(earlier) / len(earlier), _spread(later) / len(later))
     difference = abs(after - before)
     if difference <= STEP_FRACTION * abs(before) or difference <= STEP_NOISE * noise:
         return None
@@ -341,9 +343,3 @@ def _spread(values: Sequence[float]) -> float:
     """The sum of absolute deviations from the median (the cost of one flat part)."""
     middle = statistics.median(values)
     return math.fsum(abs(value - middle) for value in values)
-
-
-def _mad(values: Sequence[float]) -> float:
-    """The median absolute deviation from the median."""
-    middle = statistics.median(values)
-    return statistics.median(abs(value - middle) for value in values)

@@ -5,13 +5,14 @@ across, a cell per pair holding its rows. The pass-rate map colours each cell
 by the share of its samples that passed (red 0, amber, green 1) and says how
 many of its rows passed; each metric's map colours the mean of its rows'
 aggregates from best to worst (by the metric's direction; blue shades when it
-has none). A cell links to its group of rows in the rows table.
+has none). A cell links to its rows in the rows table (its first failing
+row, else its first row), and its tooltip names its failing rows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -30,10 +31,6 @@ class Pivot:
     down_values: tuple[str, ...]
     across_values: tuple[str, ...]
     cells: Mapping[tuple[str, str], tuple[RowResult, ...]]
-
-    def anchor(self, key: tuple[str, str]) -> str:
-        """The id of the cell's group in the rows table."""
-        return f"group-{self.down_values.index(key[0])}-{self.across_values.index(key[1])}"
 
     def title(self, key: tuple[str, str]) -> str:
         return f"{self.down}={key[0]} · {self.across}={key[1]}"
@@ -65,17 +62,18 @@ def pivot_of(rows: Sequence[RowResult], down: str, across: str) -> Pivot:
     return Pivot(down, across, downs, acrosses, {key: tuple(found) for key, found in cells.items()})
 
 
-def heatmaps(run: RunResult, pivot: Pivot) -> str:
-    """The pass-rate heat-map, then each metric's (collapsed)."""
+def heatmaps(run: RunResult, pivot: Pivot, lines: Mapping[str, str]) -> str:
+    """The pass-rate heat-map, then each metric's (collapsed); ``lines`` maps a row's id to the id of its
+    line in the rows table, which a cell links to."""
     metrics = list(dict.fromkeys(name for row in run.rows for name in row.metrics))
     parts = [
         f'<h3 class="pivot">{escape(pivot.down)} × {escape(pivot.across)}: pass rate</h3>',
-        _table(pivot, "pass rate", _pass_cell),
+        _table(pivot, "pass rate", _pass_cell, lines),
     ]
     if metrics:
         inner = "".join(
             f"<h3>{escape(pivot.down)} × {escape(pivot.across)}: {escape(name)}</h3>"
-            + _table(pivot, name, _metric_cells(pivot, name))
+            + _table(pivot, name, _metric_cells(pivot, name), lines)
             for name in metrics
         )
         parts.append(f'<details class="metric-heatmaps"><summary>Heat-maps of the metrics</summary>{inner}</details>')
@@ -89,10 +87,12 @@ class _Shown:
     title: str
 
 
-def _table(pivot: Pivot, measure: str, shown: object) -> str:
-    assert callable(shown)
+Shown = Callable[[tuple[str, str], Sequence[RowResult]], _Shown]
+
+
+def _table(pivot: Pivot, measure: str, shown: Shown, lines: Mapping[str, str]) -> str:
     head = "".join(f"<th>{escape(value)}</th>" for value in pivot.across_values)
-    lines = [f'<tr><th class="corner">{escape(pivot.down)} \\ {escape(pivot.across)}</th>{head}</tr>']
+    table = [f'<tr><th class="corner">{escape(pivot.down)} \\ {escape(pivot.across)}</th>{head}</tr>']
     for down in pivot.down_values:
         cells = []
         for across in pivot.across_values:
@@ -101,14 +101,15 @@ def _table(pivot: Pivot, measure: str, shown: object) -> str:
             if not rows:
                 cells.append('<td class="cell empty"></td>')
                 continue
-            found: _Shown = shown(key, rows)
+            found = shown(key, rows)
             title = f"{pivot.title(key)}: {found.title}"
+            target = next((row for row in rows if row.status in ("FAIL", "ERR")), rows[0])
             cells.append(
                 f'<td class="cell" data-cell="{escape(down)}|{escape(across)}" style="background:{found.colour}" '
-                f'title="{escape(title)}"><a href="#{pivot.anchor(key)}">{escape(found.text)}</a></td>'
+                f'title="{escape(title)}"><a href="#{lines.get(target.id, "")}">{escape(found.text)}</a></td>'
             )
-        lines.append(f"<tr><th>{escape(down)}</th>{''.join(cells)}</tr>")
-    return f'<table class="heat" data-measure="{escape(measure)}">' + "".join(lines) + "</table>"
+        table.append(f"<tr><th>{escape(down)}</th>{''.join(cells)}</tr>")
+    return f'<table class="heat" data-measure="{escape(measure)}">' + "".join(table) + "</table>"
 
 
 def _pass_cell(_key: tuple[str, str], rows: Sequence[RowResult]) -> _Shown:
@@ -137,7 +138,7 @@ def _rate_colour(rate: float) -> str:
     return "#" + "".join(f"{c:02x}" for c in rgb)
 
 
-def _metric_cells(pivot: Pivot, name: str) -> object:
+def _metric_cells(pivot: Pivot, name: str) -> Shown:
     means: dict[tuple[str, str], float] = {}
     unit, direction = "", "none"
     for key, rows in pivot.cells.items():

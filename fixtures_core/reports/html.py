@@ -119,6 +119,7 @@ def html(run: RunResult, context: Context | None = None) -> str:
     pivots, metrics, suites, the comparison and each row's samples."""
     context = context or Context()
     anchors = {row.id: f"row-{index}" for index, row in enumerate(run.rows)}
+    lines = {row.id: f"line-{index}" for index, row in enumerate(run.rows)}
     wanted = context.pivots if context.pivots is not None else tuple(pivots_of(run.options.get("group_by")))
     pivots = [pivot_of(run.rows, down, across) for down, across in wanted]
     big = len(run.rows) > COLLAPSE_AT
@@ -126,7 +127,7 @@ def html(run: RunResult, context: Context | None = None) -> str:
         _header(run, context),
         ship_decisions(run, context.links),
         _failed_section(run, anchors, context) if big else "",
-        "".join(heatmaps(run, pivot) for pivot in pivots),
+        "".join(heatmaps(run, pivot, lines) for pivot in pivots),
         _rows_section(run, anchors, pivots[0] if pivots else None, context, big),
         _metrics_section(run, anchors),
         ab_sections(run, context.links),
@@ -229,10 +230,10 @@ def _why(run: RunResult, row: RowResult, context: Context, regressed: Sequence[s
     reasons = [describe.row_reason(row), *regressed, f"sampling: {row.sampling}" if row.sampling else None]
     parts = [escape("; ".join(r for r in reasons if r))]
     if row.status in ("FAIL", "ERR"):
+        parts.append(_row_links(run, row, context))
         told = describe.failure(row)
         for stream, text in told.excerpts:
             parts.append(f'<pre class="excerpt" title="{stream} of sample {told.first_sample}">{escape(text)}</pre>')
-        parts.append(_row_links(run, row, context))
     return "".join(parts)
 
 
@@ -249,7 +250,7 @@ def _row_links(run: RunResult, row: RowResult, context: Context) -> str:
     bad = next((s for s in row.samples if not s.passed and s.attempt is not None), None)
     if bad is not None and bad.attempt is not None:
         found += attempt_links(links, evidence_run(run, row), bad.attempt.evidence)
-    return f'<p class="evidence">{"".join(found)}</p>' if found else ""
+    return f' <span class="evidence">· {"".join(found)}</span>' if found else ""
 
 
 # --- rows -----------------------------------------------------------------------
@@ -293,12 +294,15 @@ def _rows_section(
 
 
 def _groups(run: RunResult, pivot: Pivot | None) -> dict[str, tuple[str, str, list[RowResult]]]:
-    """The rows by the first pivot's cells, else by fixture file when there are several, else one group
-    without a title (and then passing rows fold only in a big run, under one heading)."""
+    """The rows by the first pivot's first property (``provider`` of ``provider,model``), else by fixture
+    file when there are several, else one group (titled, so its passing rows can fold, in a big run)."""
     found: dict[str, tuple[str, str, list[RowResult]]] = {}
     if pivot is not None:
-        for key in sorted(pivot.cells, key=lambda k: (pivot.down_values.index(k[0]), pivot.across_values.index(k[1]))):
-            found[f"{key[0]}|{key[1]}"] = (pivot.title(key), pivot.anchor(key), list(pivot.cells[key]))
+        order = {row.id: index for index, row in enumerate(run.rows)}
+        for index, value in enumerate(pivot.down_values):
+            rows = sorted((row for key, cell in pivot.cells.items() if key[0] == value for row in cell),
+                          key=lambda row: order[row.id])  # fmt: skip
+            found[value] = (f"{pivot.down}={value}", f"group-{index}", rows)
         return found
     files = list(dict.fromkeys(row.file for row in run.rows))
     if len(files) > 1:
@@ -325,7 +329,8 @@ def _row_line(
     css = "row" + (" regressed" if regressed else "") + (" passing" if row.passed and not regressed else "")
     shown = result if result is not None else row.status
     return (
-        f'<tr class="{css}" data-row="{escape(row.name)}" data-status="{row.status}" data-shown="{shown}">'
+        f'<tr class="{css}" id="{anchors[row.id].replace("row-", "line-")}" data-row="{escape(row.name)}" '
+        f'data-status="{row.status}" data-shown="{shown}">'
         f"<td>{link}</td><td>{status}</td><td class='num'>{describe.passed_cell(row)}</td>"
         f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
         f"<td class='num' data-sort='{describe.median_duration_ms(row) or ''}'>{median}</td>"
@@ -402,9 +407,11 @@ def _passk(row: RowResult) -> tuple[str, str]:
 
 
 def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
+    """Per metric a plot with a lane per row and a table; folded in a big run (a lane per row is long)."""
     names = list(dict.fromkeys(name for row in run.rows for name in row.metrics))
     if not names:
         return ""
+    opened = "" if len(run.rows) > COLLAPSE_AT else " open"
     shipped = shipped_scores(run)
     results = describe.arm_results(run)
     parts = ['<h2 id="metrics">Metrics</h2>', _legend(run, shipped)]
@@ -435,8 +442,9 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
         )
         table = _metric_table(name, rows, saved, shipped, results, run)
         parts.append(
-            f'<h3 class="metric">{escape(name)} <span class="muted">({escape(", ".join(f for f in facts if f))})'
-            f"</span></h3>\n{plots.strip_plot(name, first.unit, lanes)}\n{note}{table}"
+            f'<details class="metric-detail"{opened}><summary><h3 class="metric">{escape(name)} <span class="muted">'
+            f"({escape(', '.join(f for f in facts if f))})</span></h3></summary>\n"
+            f"{plots.strip_plot(name, first.unit, lanes)}\n{note}{table}</details>"
         )
     return "\n".join(parts)
 
@@ -551,8 +559,10 @@ def _suite_section(run: RunResult) -> str:
     lines = [_suite_row("all rows", figures)]
     for prop, groups in (run.summary.groups or {}).items():
         lines += [_suite_row(f"{prop}={value}", group) for value, group in groups.items()]
-    table = f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n<table class="suite">{head}' + "".join(lines) + "</table>"
-    return table + note
+    table = f'<table class="suite">{head}' + "".join(lines) + "</table>"
+    if len(lines) > COLLAPSE_AT:
+        table = f"<details><summary>{counted(len(lines) - 1, 'group')}</summary>{table}</details>"
+    return f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n{table}{note}'
 
 
 def _suite_row(name: str, figures: SuiteFigures) -> str:
@@ -620,9 +630,17 @@ def _mark(mark: Mark) -> Html:
 
 
 def _samples_section(run: RunResult, anchors: dict[str, str], context: Context) -> str:
+    """Each row's drill-down; in a big run the passing rows' are folded together after the others."""
     parts = ['<h2 id="samples">Rows and their samples</h2>']
-    for row in run.rows:
-        parts.append(_row_details(run, row, anchors[row.id], context))
+    if len(run.rows) <= COLLAPSE_AT:
+        parts += [_row_details(run, row, anchors[row.id], context) for row in run.rows]
+        return "\n".join(parts)
+    passing = [row for row in run.rows if row.passed]
+    parts += [_row_details(run, row, anchors[row.id], context) for row in run.rows if not row.passed]
+    if passing:
+        inner = "\n".join(_row_details(run, row, anchors[row.id], context) for row in passing)
+        title = counted(len(passing), "passing row")
+        parts.append(f'<details class="passing-rows"><summary>{title}</summary>{inner}</details>')
     return "\n".join(parts)
 
 

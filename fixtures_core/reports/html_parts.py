@@ -64,6 +64,7 @@ tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;bo
 .ship{border:2px solid #e0e0e0;border-radius:6px;padding:4px 14px 8px;margin:10px 0}
 .ship.ship-FAIL,.ship.ship-ERR{border-color:#c62828}.ship.ship-PASS{border-color:#2e7d32}
 .ship h2{border:0;margin:8px 0 4px}ul.broken{margin:4px 0 4px 18px;padding:0}td.worse{color:#c62828;font-weight:600}
+details.metric-detail{border:0;padding:0}details.metric-detail>summary h3{display:inline-block}
 .metric-trend{display:flex;align-items:center;gap:8px;margin:1px 0}.metric-trend .name{width:130px;font-size:12px}
 .metric-trend .step-text{font-size:12px;max-width:300px}
 """

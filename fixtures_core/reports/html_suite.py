@@ -142,7 +142,6 @@ def _broken_gates(suite: SuiteOutcome) -> str:
     if not failed:
         return f'<p class="gates-held">every gate held ({passed} of {len(hard)} hard gates passed)</p>'
     items = []
-    by_name = {case.name: case for case in suite.cases}
     for gate in failed:
         what = "FAILED" if gate.severity == "hard" else "warned" if gate.status == "fail" else "could not be evaluated"
         cases = breaking_cases(gate, suite)
@@ -150,11 +149,8 @@ def _broken_gates(suite: SuiteOutcome) -> str:
         if gate.status == "error" and gate.error:
             told.append(escape(gate.error))
         if cases:
-            named = [
-                f'<span class="broke" data-case="{escape(name)}">{escape(_case_figures(by_name[name], suite))}</span>'
-                for name in cases
-            ]
-            told.append("broken by " + "; ".join(named))
+            named = [f'<span class="broke" data-case="{escape(name)}">{escape(name)}</span>' for name in cases]
+            told.append("broken by " + ", ".join(named))
         seen = gate_seen(gate, suite)
         if seen:
             told.append(f"seen: {escape(seen)}")
@@ -163,32 +159,16 @@ def _broken_gates(suite: SuiteOutcome) -> str:
     return f'<ul class="broken">{"".join(items)}</ul>{summary}'
 
 
-def _case_figures(case: CaseOutcome, suite: SuiteOutcome) -> str:
-    """``F3-name-guard (margin +5, was +15; variant 80, was 90; DISQUALIFIED: bare)``."""
-    told = []
-    if case.margin is not None:
-        then = f", was {shipgate.points(case.baseline_margin, sign=True)}" if case.baseline_margin is not None else ""
-        told.append(f"margin {shipgate.points(case.margin, sign=True)}{then}")
-    first = suite.compare[0] if suite.compare else next(iter(case.arms), None)
-    arm = case.arms.get(first) if first else None
-    if arm is not None and arm.score is not None:
-        then = f", was {shipgate.points(arm.baseline_score)}" if arm.baseline_score is not None else ""
-        told.append(f"{first} {shipgate.points(arm.score)}{then}")
-    disqualified = [name for name, outcome in case.arms.items() if outcome.disqualified]
-    if disqualified:
-        told.append("DISQUALIFIED: " + ", ".join(disqualified))
-    return f"{case.name} ({'; '.join(told)})" if told else case.name
-
-
 def _decision_table(suite: SuiteOutcome) -> str:
     """Per case: each arm's score (DQ), the margin now, then and its change, the winner, the verdict."""
     compared = suite.baseline is not None
-    titles = ["case", *suite.arms, "margin", *(["then", "change"] if compared else []), "winner", "verdict"]
+    arms = [f"{arm} now (then)" if compared else arm for arm in suite.arms]
+    titles = ["case", *arms, "margin", *(["then", "change"] if compared else []), "winner", "verdict"]
     numeric = set(range(1, len(suite.arms) + (4 if compared else 2)))
     broken = {name for gate in suite.gates for name in breaking_cases(gate, suite)}
     lines = []
     for case in suite.cases:
-        arms = [_arm_cell(case, arm, suite.dry_run) for arm in suite.arms]
+        arms = [_arm_cell(case, arm, suite.dry_run, compared) for arm in suite.arms]
         margin = [shipgate.points(case.margin, sign=True)]
         if compared:
             change = (
@@ -251,9 +231,12 @@ def _cases_table(suite: SuiteOutcome) -> str:
     return '<table class="ab-cases">' + head + "".join(lines) + "</table>"
 
 
-def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool) -> str:
+def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool, then: bool = False) -> str:
+    """An arm's score (``then``: and the shipped run's, ``80 (90)``), and a DISQUALIFIED badge."""
     outcome = case.arms.get(arm)
     shown = shipgate.arm_cell(case, arm, dry_run, mark=False)  # the badge says it
+    if then and outcome is not None and outcome.baseline_score is not None and not dry_run:
+        shown += f" ({shipgate.points(outcome.baseline_score)})"
     if outcome is None or not outcome.disqualified:
         return shown
     return Html(f'{escape(shown)} <span class="badge FAIL" title="loses the case">DISQUALIFIED</span>')

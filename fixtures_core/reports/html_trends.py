@@ -34,7 +34,8 @@ def trends_html(history: History, trends: Trends) -> str:
         "".join(f'<p class="gating note">note: {escape(note)}</p>' for note in history.notes),
         '<p class="muted">Written by assay; one file, no network. A metric\'s step: the split of its runs into '
         "an earlier and a later part (2 runs or more each) that fits two flat levels best; shown when the "
-        "two medians differ by more than 10% and by more than 3 times the larger median absolute deviation.</p>",
+        "two medians differ by more than 10% and by more than 3 times the larger mean absolute deviation from a "
+        "part's median.</p>",
     ]
     return document(f"assay trends: {history.suite.shown}", body)
 

@@ -126,7 +126,7 @@ def test_the_seed_04_differences_are_as_documented(runs: dict[str, Ran]) -> None
 
 def test_night_two_is_judged_against_the_blessed_night_one(runs: dict[str, Ran]) -> None:
     suite = runs["night2"].suite
-    assert suite["baseline"].endswith("baselines/shipped.json")
+    assert suite["baseline"] == f"shipped (run {runs['night1'].document['run_id']})"  # its own name and run id
     variant = runs["night2"].case("F3-name-guard")["arms"]["variant"]
     assert (variant["baseline_score"], variant["score"]) == (90.0, 80.0)  # devlyn: "regressed -10 vs shipped"
     assert (runs["night1"].returncode, runs["night2"].returncode) == (0, 1)
