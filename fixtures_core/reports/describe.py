@@ -358,7 +358,8 @@ def baseline_context(run: RunResult) -> list[str]:
     for suite in run.suites:
         facts = suite.baseline_facts
         if facts is not None and facts.run_id not in shown:
-            lines.append(f"A/B suite {suite.file} compared with {suite.baseline}: {baseline_facts(facts)}")
+            named = (suite.baseline or "").split(" (run ")[0]  # its own name; the facts give the run id
+            lines.append(f"A/B suite {suite.file} compared with {named}: {baseline_facts(facts)}")
     return lines
 
 

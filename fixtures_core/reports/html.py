@@ -182,7 +182,7 @@ def _header(run: RunResult, context: Context) -> str:
             + "".join(f'<p class="muted">{escape(line)}</p>' for line in lines[1:])
             + "</div>"
         )
-    parts.append('<p class="muted">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
+    parts.append('<p class="muted facts">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
     return "\n".join(parts)
 
 

@@ -54,6 +54,7 @@ code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;displa
  cursor:pointer}.filters button.on{background:#424242;color:#fff}table.rows th{cursor:pointer}
 .ship-gate-verdict .badge{font-size:16px;padding:3px 12px}
 .since{border-left:4px solid #5c6bc0;background:#f5f7ff;padding:4px 12px;margin:8px 0}.since p{margin:2px 0}
+p.facts{font-size:12px}
 table.heat td.cell{text-align:center;min-width:38px;padding:2px 4px;font-size:12px;border:1px solid #fff}
 table.heat td.cell a{color:inherit;text-decoration:none;display:block}table.heat th{font-size:12px}
 .won{background:#2e7d32}.lost{background:#757575}.tie{background:#9e9e9e}.disqualified{background:#b71c1c}
@@ -66,7 +67,8 @@ tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;bo
 .ship h2{border:0;margin:8px 0 4px}ul.broken{margin:4px 0 4px 18px;padding:0}td.worse{color:#c62828;font-weight:600}
 details.metric-detail{border:0;padding:0}details.metric-detail>summary h3{display:inline-block}
 .metric-trend{display:flex;align-items:center;gap:8px;margin:1px 0}.metric-trend .name{width:130px;font-size:12px}
-.metric-trend .step-text{font-size:12px;max-width:300px}
+.metric-trend .step-text{font-size:12px;max-width:240px}table.trends td.changed{min-width:170px;font-size:13px}
+table.trends td:first-child{max-width:220px;overflow-wrap:anywhere}
 """
 
 

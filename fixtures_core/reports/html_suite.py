@@ -91,7 +91,8 @@ def shipped_scores(run: RunResult) -> dict[tuple[str, str, str], tuple[float, bo
     for suite in run.suites:
         if suite.baseline is None:
             continue
-        broken = {name for gate in suite.gates for name in breaking_cases(gate, suite)}
+        # a drop marks its lane when its case broke a failed gate that reads the shipped scores
+        broken = {name for gate in suite.gates if "baseline_score" in gate.cel for name in breaking_cases(gate, suite)}
         for case in suite.cases:
             for outcome in case.arms.values():
                 if outcome.baseline_score is None:
@@ -114,7 +115,7 @@ def _decision(run: RunResult, suite: SuiteOutcome, index: int) -> str:
     shown = shipgate.verdict_text(suite)
     colour = suite.verdict if not suite.dry_run else "SKIP"
     compared = (
-        f"compared with {suite.baseline}: {baseline_facts(suite.baseline_facts)}"
+        f"compared with {suite.baseline.split(' (run ')[0]}: {baseline_facts(suite.baseline_facts)}"
         if suite.baseline is not None and suite.baseline_facts is not None
         else f"compared with {suite.baseline}"
         if suite.baseline is not None

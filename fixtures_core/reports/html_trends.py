@@ -15,7 +15,7 @@ from fixtures_core.analysis.trends import MetricTrend, RowTrend, RunPoint, Trend
 from fixtures_core.records.history import History
 from fixtures_core.reports import plots
 from fixtures_core.reports.html_parts import document, tr
-from fixtures_core.reports.trends import cost_text, flaky_text, flip_text, headline, number, run_facts, step_text
+from fixtures_core.reports.trends import cost_text, flaky_text, headline, number, run_facts, step_text
 from fixtures_core.text import counted
 
 
@@ -49,7 +49,7 @@ def _changed(trends: Trends) -> str:
 
 def _rows(trends: Trends) -> str:
     runs = trends.runs
-    head = tr(["row", f"status, runs 1..{len(runs)}", "since the previous run", "flaky", "metrics"], header=True)
+    head = tr(["row", f"status, runs 1..{len(runs)}", "what changed", "metrics"], header=True)
     lines = []
     for row in trends.rows:
         cells = [
@@ -57,12 +57,18 @@ def _rows(trends: Trends) -> str:
             for index, (status, flaky) in enumerate(zip(row.statuses, row.flaky, strict=True))
         ]
         css = "trend" + (" flipped" if row.flip is not None else "") + (" flaky-row" if row.flaky_runs >= 2 else "")
+        flip = ""
+        if row.flip is not None:
+            worse = " gating" if row.flip[1] in ("FAIL", "ERR") else ""
+            flip = (
+                f'<div class="flip{worse}">{escape(row.flip[0])} → {escape(row.flip[1])} since the previous run</div>'
+            )
         lines.append(
             f'<tr class="{css}" data-row="{escape(row.name)}" data-file="{escape(row.file)}">'
             f'<td>{escape(row.name)}<br><span class="muted">{escape(row.file)}</span></td>'
             f"<td>{plots.status_strip(cells)}</td>"
-            f'<td class="{"gating" if row.flip and row.flip[1] in ("FAIL", "ERR") else ""}">{escape(flip_text(row))}'
-            f"</td><td class='flaky'>{escape(flaky_text(row))}</td><td>{_metrics(row, runs)}</td></tr>"
+            f'<td class="changed">{flip}<div class="flaky">{escape(flaky_text(row))}</div></td>'
+            f"<td>{_metrics(row, runs)}</td></tr>"
         )
     return '<h2 id="rows">Rows</h2><table class="trends">' + head + "".join(lines) + "</table>"
 

@@ -322,8 +322,8 @@ def sparkline(
     step: int | None = None,
     levels: tuple[float, float] | None = None,
     worse: bool | None = None,
-    width: int = 240,
-    height: int = 40,
+    width: int = 200,
+    height: int = 36,
 ) -> str:
     """A small line of a metric across runs (oldest first, one slot per run), a dot per value; with
     ``step`` (the index of the first run after it) a dashed line where the level changed and each

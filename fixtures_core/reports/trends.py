@@ -61,28 +61,26 @@ def since_of_document(run: RunResult, document: str | Path) -> Since | None:
 
 
 def since_headline(since: Since) -> str:
-    """``since the previous run: 2 new failures, 1 fixed, cost +12%``."""
+    """``since the previous run: 2 new failures, 1 fixed, cost +12% (4.1 -> 4.59 usd)``."""
     parts = [counted(len(since.new_failures), "new failure"), f"{len(since.fixed)} fixed"]
     if since.still_failing:
         parts.append(f"{len(since.still_failing)} still failing")
     change = since.cost_change
-    if change is not None:
-        parts.append(f"cost {change:+.0%}")
+    before, after = since.cost_before, since.cost_after
+    if change is not None and before is not None and after is not None:
+        parts.append(f"cost {change:+.0%} ({number(before.total)} -> {number(after.total)} {after.unit})")
     elif since.cost_after is not None:
         parts.append(f"cost {number(since.cost_after.total)} {since.cost_after.unit} (none before)")
     return "since the previous run: " + ", ".join(parts)
 
 
 def since_lines(since: Since) -> list[str]:
-    """The headline, then which rows changed, the costs and the run compared with."""
+    """The headline, then which rows changed and the run compared with."""
     lines = [since_headline(since)]
     if since.new_failures:
         lines.append("new failures: " + listed([f"'{name}'" for name in since.new_failures], 20))
     if since.fixed:
         lines.append("fixed: " + listed([f"'{name}'" for name in since.fixed], 20))
-    before, after = since.cost_before, since.cost_after
-    if before is not None and after is not None and before.metric == after.metric:
-        lines.append(f"cost: {number(before.total)} -> {number(after.total)} {after.unit} ({after.metric})")
     lines.append(f"previous run: {run_facts(since.previous)}")
     return lines
 

@@ -159,7 +159,10 @@ def test_since_the_previous_run_and_the_baseline_lead_the_summary(matrix_run: Ru
 
     text = markdown.render(compared, since=since)
     answer = text.split("<details>", 1)[0]
-    assert "**since the previous run: 1 new failure, 0 fixed, 2 still failing, cost +0%**" in answer
+    assert (
+        "**since the previous run: 1 new failure, 0 fixed, 2 still failing, cost +0% (0.6992 -\\> 0.6992 usd)**"
+        in answer
+    )
     assert "- new failures: 'CLI high'" in answer
     assert "- previous run: 20261201T020000.000000Z-abc1234-main (label 'nightly', started " in answer
     assert f"- baseline state/baselines/shipped.json: run {before.run_id}, label 'nightly', started " in answer
