@@ -86,14 +86,20 @@ def since_lines(since: Since) -> list[str]:
 
 
 def spark(values: Sequence[float | None]) -> str:
-    """A text sparkline: one block per value (its height between the series' least and most), ``·`` for none."""
+    """A text sparkline: one block per value (its height between the series' least and most, over at least a
+    fifth of their size), ``·`` for none."""
     present = [v for v in values if v is not None]
     if not present:
         return _ABSENT * len(values)
     low, high = min(present), max(present)
+    least = 0.2 * max(abs(low), abs(high))  # small wiggles stay small, as on the page's sparklines
+    if high - low < least:
+        middle = (high + low) / 2
+        low, high = middle - least / 2, middle + least / 2
     span = high - low
     return "".join(
-        _ABSENT if v is None else _BLOCKS[0 if span == 0 else min(7, int((v - low) / span * 8))] for v in values
+        _ABSENT if v is None else _BLOCKS[0 if span == 0 else max(0, min(7, int((v - low) / span * 8)))]
+        for v in values
     )
 
 
@@ -171,7 +177,7 @@ def render(history: History, trends: Trends, console: Console) -> None:
     for line in headline(trends):
         console.print(visible(line), markup=False, soft_wrap=True)
     rows = Table(title=f"rows: status in runs 1..{len(runs)} (flips first)", title_justify="left")
-    for name in ("row", "file", "status", "", "metrics"):
+    for name in ("row", "file", "status", "what changed", "metrics"):
         rows.add_column(name)
     for row in trends.rows:
         strip = Text()
