@@ -81,6 +81,15 @@ class ComparedRun(Protocol):
     @property
     def error(self) -> str | None: ...
 
+    @property
+    def started_at(self) -> str: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+    @property
+    def environment(self) -> Mapping[str, object]: ...
+
 
 __all__ = [
     "Comparison",
@@ -177,7 +186,7 @@ class RunFacts:
     commit: str | None = None
 
     @classmethod
-    def of(cls, run: RunResult) -> RunFacts:
+    def of(cls, run: ComparedRun) -> RunFacts:
         """The facts of ``run`` (its commit from its recorded git state, when it has one)."""
         git = run.environment.get("git")
         commit = git.get("commit") if isinstance(git, Mapping) else None
