@@ -7,6 +7,7 @@ clean message, distinct from ``false``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -102,6 +103,26 @@ class Program:
         self._properties = properties
         self.uses_json = bool(re.search(r"\bjson\b", expression))
 
+    def seen(self, context: Mapping[str, object], longest: int | None = None) -> str | None:
+        """What each side of a comparison was, when the expression is one (``json.a == "low"``): ``json.a was
+        "medium"``; a side that is a literal (or longer than ``longest`` characters) is left out. None for any
+        other expression, or a side that cannot be evaluated alone."""
+        found = comparison(self.expression)
+        if found is None:
+            return None
+        told = []
+        for side in (found[0], found[2]):
+            if _LITERAL.fullmatch(side) or (longest is not None and len(side) > longest):
+                continue
+            try:
+                value = _compile(side, self._properties).evaluate(context)
+            except CelError:
+                return None
+            if value.error is not None:
+                return None
+            told.append(f"{side} was {shown_value(value.value)}")
+        return ", ".join(told) or None
+
     def evaluate(self, context: Mapping[str, object]) -> CelValue:
         """Evaluate; an engine error becomes ``CelValue(error=...)``. Strings holding NUL reach the
         engine whole (``whole``); where they cannot (a map key), the evaluation is an error saying so."""
@@ -181,6 +202,56 @@ def conjuncts(expression: str) -> list[str]:
         index += 1
     parts.append(expression[start:].strip())
     return parts if all(parts) else [expression.strip()]
+
+
+_LITERAL = re.compile(
+    r"""-?(?:\d[\d.]*(?:[eE][+-]?\d+)?u?|0x[0-9a-fA-F]+u?)|true|false|null|[rRbB]?("[^"\\]*"|'[^'\\]*')"""
+)
+_OPERATORS = ("==", "!=", "<=", ">=", "<", ">")
+
+
+def comparison(expression: str) -> tuple[str, str, str] | None:
+    """``(left, operator, right)`` when ``expression`` is a single comparison at its top level (``==``,
+    ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``); None otherwise (a conjunction, a call, a negation)."""
+    found: list[tuple[int, str]] = []
+    depth, index = 0, 0
+    while index < len(expression):
+        char = expression[index]
+        if char in "\"'":
+            index = _string_end(expression, index)
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0:
+            if expression.startswith(("&&", "||"), index) or char == "?":
+                return None
+            operator = next((op for op in _OPERATORS if expression.startswith(op, index)), None)
+            if operator is None and index > 0 and re.match(r"\sin\s", expression[index - 1 : index + 3]):
+                operator = "in"
+            if operator is not None:
+                found.append((index, operator))
+                index += len(operator)
+                continue
+        index += 1
+    if len(found) != 1:
+        return None
+    at, operator = found[0]
+    left, right = expression[:at].strip(), expression[at + len(operator) :].strip()
+    return (left, operator, right) if left and right else None
+
+
+def shown_value(value: object, limit: int = 80) -> str:
+    """A value as CEL would write it, bounded: ``"medium"``, ``3``, ``true``, ``["a", "b"]`` (a double to
+    6 significant digits: ``-9.22222``)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _string_end(expression: str, start: int) -> int:

@@ -28,15 +28,20 @@ import typer
 from rich.console import Console
 
 from fixtures_core.analysis.baseline import check_tolerance, compare
+from fixtures_core.analysis.trends import trends
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.execution.containment import Containment, leave_quietly
-from fixtures_core.files import write_json_atomic
+from fixtures_core.files import write_json_atomic, write_text_atomic
 from fixtures_core.parsing.validate import validate_paths
+from fixtures_core.records.history import DEFAULT_LAST, suite_runs
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
 from fixtures_core.reports import terminal
-from fixtures_core.reports.outputs import ReportFiles, check_writable, step_summary_file
+from fixtures_core.reports.heatmap import pivots_of
+from fixtures_core.reports.html_trends import trends_html
+from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.progress import Progress
+from fixtures_core.reports.trends import render as render_trends
 from fixtures_core.runs.close import record
 from fixtures_core.runs.options import RunOptions, resume_options, store_for
 from fixtures_core.runs.plan import plan
@@ -79,6 +84,9 @@ LIMIT_HELP = "Cap per property value: PROPERTY=N in flight, or PROPERTY=N/minute
 BUDGET_HELP = "Start no sample once a metric summed over the run reaches a cap: 'cost_usd <= 5'."
 RESUME_HELP = "Continue an interrupted or killed run (its id, folder, or latest); only missing samples run."
 MAX_PROGRESS_INTERVAL_S = 86_400.0
+BUNDLE_HELP = "Write the HTML page as DIR/index.html with the evidence it links to copied beside it (a CI artifact)."
+TRENDS_HTML_HELP = "Also write the trends as one self-contained HTML page here."
+MAX_TRENDS_RUNS = 1000
 DASK_HELP = "Run the samples on this Dask scheduler, or 'local' for a LocalCluster of processes."
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
 
@@ -151,6 +159,7 @@ def run_command(
     junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
     summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
     frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    html_bundle: Annotated[Optional[str], typer.Option("--html-bundle", metavar="DIR", help=BUNDLE_HELP)] = None,
     progress: Annotated[
         Mode,
         typer.Option(
@@ -177,6 +186,8 @@ def run_command(
     # Option values are checked by RunOptions.check; these options are the command line's only
     # (not fields of RunOptions: a deployment has no --json, --progress-interval, --bless or PATH).
     _check_json_path(json_path)
+    if html_bundle is not None:
+        check_bundle(Path(html_bundle))
     if not 0 < progress_interval <= MAX_PROGRESS_INTERVAL_S:  # NaN and inf too: the progress thread sleeps on it
         most = f"{MAX_PROGRESS_INTERVAL_S:g}"
         raise UsageError(f"--progress-interval must be > 0 and at most {most} seconds, got {progress_interval:g}")
@@ -212,6 +223,8 @@ def run_command(
             run = _recorded_as_interrupted(run, options, guard.received[0])
         _closing[:] = [(run, options)]
         blessing = (lambda: _bless_if_passed(run, out_dir, force)) if bless else None
+        if html_bundle is not None:
+            write_bundle(run, Path(html_bundle), Path(options.out))
         _report(run, json_path, links, before_verdict=blessing)
     except Interrupted as interrupt:  # during the report: the run is recorded, so record it again as ERR
         _closing[:] = [(_recorded_as_interrupted(run, options, interrupt.signal_name), options)]
@@ -463,16 +476,56 @@ def report_command(
     junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
     summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
     frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    html_bundle: Annotated[Optional[str], typer.Option("--html-bundle", metavar="DIR", help=BUNDLE_HELP)] = None,
+    group_by: Annotated[
+        Optional[list[str]],
+        typer.Option("--group-by", metavar="PROP,PROP", help="The HTML page's pivot of two row properties."),
+    ] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
 ) -> None:
-    """Write report files of a saved run: HTML, JUnit XML, Markdown summary, sample frame."""
+    """Write report files of a saved run: HTML (or a bundle of it and its evidence), JUnit XML, Markdown
+    summary, sample frame."""
     files = ReportFiles(html=html, junit=junit, summary=summary, frame=frame)
-    if not files.named():
-        raise UsageError("assay report: give at least one of --html, --junit, --summary, --frame")
+    if not files.named() and html_bundle is None:
+        raise UsageError("assay report: give at least one of --html, --html-bundle, --junit, --summary, --frame")
+    pivots = tuple(pivots_of(group_by)) if group_by else None
+    if group_by and not pivots:
+        raise UsageError(f"--group-by {group_by[0]!r}: give two row properties, as provider,model")
     files.check()
-    run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
-    for path in files.write(run, step_summary_file() if summary is not None else None):
+    if html_bundle is not None:
+        check_bundle(Path(html_bundle))
+    store = Store(Path(out_dir))
+    run = load_run(store.resolve_run(run_ref))
+    for path in files.write(run, step_summary_file() if summary is not None else None, store.root, pivots):
         out.print(f"wrote {path}", soft_wrap=True)
+    if html_bundle is not None:
+        out.print(f"wrote {write_bundle(run, Path(html_bundle), store.root, pivots)}", soft_wrap=True)
+
+
+@app.command("trends")
+def trends_command(
+    suite: Annotated[
+        Optional[str],
+        typer.Argument(metavar="[SUITE]", help="A label or a fixture file (default: the newest run's suite)."),
+    ] = None,
+    last: Annotated[int, typer.Option("--last", help="How many of the suite's newest runs.")] = DEFAULT_LAST,
+    html: Annotated[Optional[str], typer.Option("--html", help=TRENDS_HTML_HELP)] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """A suite's last runs: flips since the previous run, flaky streaks, metric steps, cost per run."""
+    if not 1 <= last <= MAX_TRENDS_RUNS:
+        raise UsageError(f"--last must be between 1 and {MAX_TRENDS_RUNS} runs, got {last}")
+    if html is not None:
+        check_writable("--html", Path(html))
+    history = suite_runs(Store(Path(out_dir)), suite, last)
+    found = trends(history.runs)
+    render_trends(history, found, out)
+    if html is not None:
+        try:
+            write_text_atomic(Path(html), trends_html(history, found))
+        except OSError as exc:
+            raise AssayError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
+        out.print(f"wrote {html}", soft_wrap=True)
 
 
 @app.command("history")
@@ -520,7 +573,7 @@ def server_status_command() -> None:
     raise Exit(0 if find(home) is not None else 1)
 
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "rejudge", "server")
+SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "trends", "rejudge", "server")
 
 
 def main(argv: Sequence[str] | None = None, *, last: bool = False) -> int:

@@ -87,20 +87,27 @@ class Page:
         while not any(e.get("method") == event for e in self.events):
             self.events.append(json.loads(self._socket.recv(timeout=60)))
 
-    def load(self, url: str, expressions: dict[str, str], screenshot: Path | None = None) -> PageLoad:
-        """Open ``url``, wait for its load event, evaluate ``expressions`` and take a full-page screenshot."""
+    def load(
+        self, url: str, expressions: dict[str, str], screenshot: Path | None = None, full_page: bool = True
+    ) -> PageLoad:
+        """Open ``url``, wait for its load event, evaluate ``expressions`` and take a screenshot: of the whole
+        page, or (``full_page`` False) of the first screen, what a reader sees before scrolling. One tab can
+        load page after page: each load reports only its own events."""
+        self.events = []
         for domain in ("Runtime", "Log", "Network", "Page"):
             self.call(f"{domain}.enable")
         self.call("Page.navigate", url=url)
         self.wait_for("Page.loadEventFired")
         found = PageLoad()
         for name, expression in expressions.items():
-            result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+            result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
             found.values[name] = result.get("result", {}).get("value")
         if screenshot is not None:
-            size = self.call("Page.getLayoutMetrics")["cssContentSize"]
-            clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-            shot = self.call("Page.captureScreenshot", format="png", clip=clip, captureBeyondViewport=True)
+            metrics = self.call("Page.getLayoutMetrics")
+            size = metrics["cssContentSize"] if full_page else metrics["cssLayoutViewport"]
+            width, height = size.get("width", size.get("clientWidth")), size.get("height", size.get("clientHeight"))
+            clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+            shot = self.call("Page.captureScreenshot", format="png", clip=clip, captureBeyondViewport=full_page)
             screenshot.write_bytes(base64.b64decode(shot["data"]))
         for event in self.events:
             params = event.get("params", {})

@@ -81,12 +81,22 @@ class ComparedRun(Protocol):
     @property
     def error(self) -> str | None: ...
 
+    @property
+    def started_at(self) -> str: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+    @property
+    def environment(self) -> Mapping[str, object]: ...
+
 
 __all__ = [
     "Comparison",
     "MetricDelta",
     "RateDelta",
     "RowChange",
+    "RunFacts",
     "check_tolerance",
     "compare",
 ]
@@ -167,6 +177,23 @@ class RateDelta:
 
 
 @dataclass(frozen=True)
+class RunFacts:
+    """What names a saved run for people: its id, label, when it started and the commit it ran on."""
+
+    run_id: str
+    started_at: str
+    label: str | None = None
+    commit: str | None = None
+
+    @classmethod
+    def of(cls, run: ComparedRun) -> RunFacts:
+        """The facts of ``run`` (its commit from its recorded git state, when it has one)."""
+        git = run.environment.get("git")
+        commit = git.get("commit") if isinstance(git, Mapping) else None
+        return cls(run.run_id, run.started_at, run.label or None, str(commit) if commit else None)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The verdict of a run against a baseline and every line behind it.
 
@@ -194,6 +221,7 @@ class Comparison:
     error: str | None = None
     still_failing: tuple[str, ...] = ()  # ids of rows that failed in the baseline and fail now: reported, not gating
     baseline_run: str | None = None  # the baseline's run id (older run documents have none)
+    baseline_facts: RunFacts | None = None  # its id, label, start and commit (older run documents have none)
 
 
 def check_tolerance(value: float) -> float:
@@ -248,6 +276,7 @@ def compare(
     regressed = any(c.gating for c in changes) or any(m.regressed for m in metrics) or any(r.regressed for r in rates)
     return Comparison(
         baseline_run=baseline.run_id,
+        baseline_facts=RunFacts.of(baseline),
         baseline=baseline_path,
         tolerance=tolerance,
         regressed=regressed,

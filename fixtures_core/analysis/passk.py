@@ -249,7 +249,10 @@ def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:
 
 
 def group_key(row: RowResult, property_name: str) -> str:
-    """The row's group under ``--group-by``: ``str`` of the property, ``(none)`` when absent."""
+    """The row's group under ``--group-by``: ``str`` of the property, ``(none)`` when absent; for two or
+    more properties named together (``provider,model``, a pivot), their values joined with `` / ``."""
+    if "," in property_name and property_name not in row.properties:
+        return " / ".join(group_key(row, name.strip()) for name in property_name.split(","))
     if property_name not in row.properties:
         return NO_PROPERTY
     return str(row.properties[property_name])

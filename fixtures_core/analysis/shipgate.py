@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from fixtures_core.analysis.baseline import RunFacts
 from fixtures_core.cel import compile_expression
 from fixtures_core.execution.judging import SuiteJudging
 from fixtures_core.execution.judgment import TIE, Judgment
@@ -138,6 +139,7 @@ class SuiteOutcome:
     comparable:            False when the saved run was judged on another rubric (its figures are shown,
                            and flagged: seed 04 calls the rubric the comparability anchor).
     arm_models:            per arm, the model it runs (the suite's ``model``, or its provenance command's output).
+    baseline_facts:        the saved run's id, label, start and commit (older run documents have none).
     """
 
     file: str
@@ -163,6 +165,7 @@ class SuiteOutcome:
     rotation_candidates: tuple[str, ...] = ()
     comparable: bool = True
     arm_models: Mapping[str, str] = field(default_factory=dict)  # per arm, the model it said it ran
+    baseline_facts: RunFacts | None = None
 
 
 # --- scores into rows -----------------------------------------------------------------

@@ -333,15 +333,20 @@ def _assert(program: Program, context: Mapping[str, object], not_json: str, clau
         return Check("error", f"must be true or false, got {result.value!r}", program.expression)
     if result.value:
         return Check("pass", None, program.expression)
-    return Check("fail", _false_clause(clauses, context), program.expression)
+    return Check("fail", _false_clause(program, clauses, context), program.expression)
 
 
-def _false_clause(clauses: tuple[Program, ...], context: Mapping[str, object]) -> str | None:
-    """``clause N of M is false: TEXT`` for the first clause that is false on its own (evaluated in
-    order, as ``&&`` would: a later clause may rely on an earlier one, e.g. ``has(json.a) && json.a > 1``)."""
+def _false_clause(program: Program, clauses: tuple[Program, ...], context: Mapping[str, object]) -> str | None:
+    """What made a false assertion false: ``clause N of M is false: TEXT`` for the first clause that is
+    false on its own (evaluated in order, as ``&&`` would: a later clause may rely on an earlier one,
+    e.g. ``has(json.a) && json.a > 1``), then, for a comparison, what each side was (``json.a was
+    "medium"``); a single comparison says only the latter."""
+    if not clauses:
+        return program.seen(context)
     for number, clause in enumerate(clauses, 1):
         if clause.evaluate(context).value is False:
-            return f"clause {number} of {len(clauses)} is false: {clause.expression}"
+            seen = clause.seen(context)
+            return f"clause {number} of {len(clauses)} is false: {clause.expression}" + (f"; {seen}" if seen else "")
     return None
 
 

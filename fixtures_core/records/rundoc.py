@@ -32,7 +32,7 @@ from fixtures_core.files import write_atomic as write_atomic
 from fixtures_core.files import write_json_atomic as write_json_atomic
 from fixtures_core.files import write_text_atomic as write_text_atomic
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
-from fixtures_core.records.shareable import shareable_row
+from fixtures_core.records.shareable import shareable_row, shareable_suite
 from fixtures_core.records.verdict import Verdict, verdict_of
 from fixtures_core.results import RowResult, Status, Stop
 from fixtures_core.text import excerpt
@@ -210,10 +210,11 @@ def upgrade(run: RunResult) -> RunResult:
     """The one place that brings a run read from an older document to the current form.
 
     Documents written before raw output was kept apart embed every sample's
-    output; they load as a run written now would be (``records.shareable``).
-    A current document loads unchanged.
+    output (and judges' whole rationales); they load as a run written now
+    would be (``records.shareable``). A current document loads unchanged.
     """
-    return replace(run, fixtures=tuple(replace(f, rows=tuple(map(shareable_row, f.rows))) for f in run.fixtures))
+    fixtures = tuple(replace(f, rows=tuple(map(shareable_row, f.rows))) for f in run.fixtures)
+    return replace(run, fixtures=fixtures, suites=tuple(map(shareable_suite, run.suites)))
 
 
 def decode(value: object, hint: type[T]) -> T:

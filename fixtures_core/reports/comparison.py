@@ -5,7 +5,9 @@ a reader sees (the figures table, rows still failing, changed, added and
 removed rows, warnings, the verdict), with every number already formatted;
 ``text_lines`` lays them out as plain text (the terminal report and the
 Markdown report, fenced), ``reports.html`` as tables. One wording, one set of
-number formats, whatever the medium.
+number formats, whatever the medium. The p-values stay in ``run.json``: the
+reports show no p column (the gates never read one, and beside a gate that
+fires it reads as noise).
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fixtures_core.analysis.baseline import Comparison
+from fixtures_core.analysis.baseline import Comparison, RunFacts
 
 __all__ = [
     "ComparisonLines",
     "FigureLine",
     "Mark",
     "RowLine",
+    "baseline_facts",
     "baseline_named",
     "comparison_lines",
+    "regressions",
     "still_failing_text",
     "text_lines",
 ]
@@ -134,6 +138,24 @@ def baseline_named(comparison: Comparison, name: object = None) -> str:
     return f"{shown} (run {comparison.baseline_run})"
 
 
+def baseline_facts(facts: RunFacts) -> str:
+    """A saved run for people: ``run ID, label 'v1', started 2026-12-01T02:00:00Z, commit 0123456789ab``."""
+    told = [f"run {facts.run_id}"]
+    if facts.label:
+        told.append(f"label {facts.label!r}")
+    told.append(f"started {facts.started_at}")
+    if facts.commit:
+        told.append(f"commit {facts.commit[:12]}")
+    return ", ".join(told)
+
+
+def regressions(found: ComparisonLines) -> list[str]:
+    """What regressed, with its numbers: ``API high: duration_ms (ms) 3012 -> 4521 (+50.1%)``,
+    ``suite pass rate 0.750 -> 0.500 (-0.250)``, ``API low PASS -> FAIL``."""
+    told = [f"{f.name} {f.baseline} -> {f.current} ({f.delta})" for f in found.figures if f.mark == "regressed"]
+    return told + [f"{r.row} {r.before} -> {r.after}" for r in found.rows if r.mark == "regressed"]
+
+
 def still_failing_text(names: tuple[str, ...]) -> str:
     """The sentence that lists rows failing on both sides."""
     return f"still failing, as in the baseline (not a regression): {', '.join(names)}"
@@ -147,17 +169,18 @@ def text_lines(comparison: Comparison) -> list[str]:
     """
     found = comparison_lines(comparison)
     lines = [f"Baseline comparison (tolerance {found.tolerance})"]
+    if comparison.baseline_facts is not None:
+        lines.append(f"baseline: {baseline_facts(comparison.baseline_facts)}")
     if found.error is not None:
         return [*lines, f"Comparison failed: {found.error}"]
-    header = FigureLine("held", "METRIC", "BASELINE", "CURRENT", "DELTA", "p", "")
+    header = FigureLine("held", "METRIC", "BASELINE", "CURRENT", "DELTA", "", "")
     lines += _table([header, *found.figures])
     if found.still_failing:
         lines += ["", _TEXT_MARK["informational"] + still_failing_text(found.still_failing)]
     if found.rows:
         lines += ["", "Changed rows"]
         for row in found.rows:
-            p = f"  p={row.p}" if row.p else ""
-            lines.append(f"{_TEXT_MARK[row.mark]}{row.row}  {row.before} -> {row.after}{p}")
+            lines.append(f"{_TEXT_MARK[row.mark]}{row.row}  {row.before} -> {row.after}")
     if found.warnings:
         lines += ["", *(f"warning: {warning}" for warning in found.warnings)]
     if found.verdict is not None:
@@ -176,9 +199,9 @@ def _number(value: float | None, spec: str, suffix: str = "", empty: str = "-") 
 
 
 def _table(lines: list[FigureLine]) -> list[str]:
-    """Left-aligned names, right-aligned numbers, notes last in parentheses."""
-    columns = [[line.name, line.baseline, line.current, line.delta, line.p] for line in lines]
-    widths = [max(len(cells[i]) for cells in columns) for i in range(5)]
+    """Left-aligned names, right-aligned numbers, notes last in parentheses (no p column: module docstring)."""
+    columns = [[line.name, line.baseline, line.current, line.delta] for line in lines]
+    widths = [max(len(cells[i]) for cells in columns) for i in range(4)]
     text = []
     for line, cells in zip(lines, columns, strict=True):
         padded = [cells[0].ljust(widths[0])] + [

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fixtures_core.analysis.passk import SuiteFigures
+from fixtures_core.analysis.shipgate import CaseOutcome
+from fixtures_core.analysis.trends import run_costs
+from fixtures_core.execution.judgment import TIE
 from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports.comparison import baseline_facts
 from fixtures_core.results import BudgetFigures, MetricSummary, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
 
@@ -24,6 +28,8 @@ _EXCERPT_CHARS = 300
 CEL_FALSE = "CEL assertion false"
 
 MarkKind = Literal["informational", "fail", "error", "not_evaluated", "ok"]
+# How an arm row of an A/B suite ended its case: what its row reads as, rather than its own checks' PASS.
+ArmResult = Literal["won", "lost", "tie", "disqualified"]
 
 
 def median_duration_ms(row: RowResult) -> float | None:
@@ -241,18 +247,20 @@ def sample_reason(sample: SampleResult) -> str:
 
 
 def row_reason(row: RowResult) -> str | None:
-    """Why a row did not pass (None for PASS): its own error, else its failing samples' check."""
+    """Why a row did not pass (None for PASS), every reason: its own error (a metric over its threshold, a
+    regression against its baseline row, a budget), then its failing samples' check when that says more."""
     if row.status == "PASS":
         return None
-    if row.error:
-        return row.error
     if row.status == "SKIP":
-        return "skipped"
+        return row.error or "skipped"
+    reasons = [row.error] if row.error else []
     bad = [s for s in row.samples if not s.passed]
-    if not bad:
-        return row.status
-    which = ", ".join(str(s.index) for s in bad)
-    return f"{sample_reason(bad[0])} on sample{'s' if len(bad) > 1 else ''} {which} of {len(row.samples)}"
+    if bad:
+        first = sample_reason(bad[0])
+        if not any(first in reason for reason in reasons):  # an ERR row's error is often its sample's
+            which = ", ".join(str(s.index) for s in bad)
+            reasons.append(f"{first} on sample{'s' if len(bad) > 1 else ''} {which} of {len(row.samples)}")
+    return "; ".join(reasons) or row.status
 
 
 def assertion_expression(row: RowResult) -> str | None:
@@ -307,3 +315,59 @@ def no_comparison_note(run: RunResult) -> str | None:
 def row_names(rows: Sequence[RowResult]) -> str:
     """Row names for one line: ``'a', 'b'``."""
     return ", ".join(f"'{row.name}'" for row in rows)
+
+
+def arm_result(case: CaseOutcome, arm: str) -> ArmResult | None:
+    """How ``arm`` ended ``case``: disqualified (it loses whatever its score), won, lost or tie; None when
+    the case has no winner (a dry run, no judge, an error)."""
+    outcome = case.arms.get(arm)
+    if outcome is None:
+        return None
+    if outcome.disqualified:
+        return "disqualified"
+    if case.winner is None:
+        return None
+    if case.winner == TIE:
+        return "tie"
+    return "won" if case.winner == arm else "lost"
+
+
+def arm_results(run: RunResult) -> dict[tuple[str, str], ArmResult]:
+    """Every arm row's case result, by (fixture file, row name)."""
+    found: dict[tuple[str, str], ArmResult] = {}
+    for suite in run.suites:
+        if suite.dry_run:
+            continue
+        for case in suite.cases:
+            for arm, outcome in case.arms.items():
+                result = arm_result(case, arm)
+                if result is not None:
+                    found[(suite.file, outcome.row)] = result
+    return found
+
+
+def baseline_context(run: RunResult) -> list[str]:
+    """The saved runs this run was compared with, each by id, label, start and commit: the baseline of
+    ``--baseline``, then the shipped run an A/B suite's gates read when it is another."""
+    lines = []
+    compared = run.comparison
+    if compared is not None and compared.baseline_facts is not None:
+        named = run.verdict.baseline or compared.baseline
+        lines.append(f"baseline {named}: {baseline_facts(compared.baseline_facts)}")
+    shown = {compared.baseline_facts.run_id} if compared is not None and compared.baseline_facts else set()
+    for suite in run.suites:
+        facts = suite.baseline_facts
+        if facts is not None and facts.run_id not in shown:
+            named = (suite.baseline or "").split(" (run ")[0]  # its own name; the facts give the run id
+            lines.append(f"A/B suite {suite.file} compared with {named}: {baseline_facts(facts)}")
+    return lines
+
+
+def cost_line(run: RunResult) -> str | None:
+    """The run's cost, each cost metric summed over its samples: ``cost: 4.59 usd (cost_usd over 20 samples)``."""
+    costs = run_costs(run)
+    if not costs:
+        return None
+    return "cost: " + "; ".join(
+        f"{cost.total:,.4g} {cost.unit} ({cost.metric} over {counted(cost.samples, 'sample')})" for cost in costs
+    )

@@ -14,58 +14,64 @@ an output excerpt.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 
 from fixtures_core.analysis.baseline import MetricDelta
 from fixtures_core.analysis.passk import SuiteFigures
+from fixtures_core.analysis.trends import Since
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, plots
 from fixtures_core.reports.comparison import Mark, baseline_named, comparison_lines, still_failing_text
-from fixtures_core.reports.html_parts import Html, tr
-from fixtures_core.reports.html_suite import ab_sections
+from fixtures_core.reports.evidence_links import EvidenceLinks
+from fixtures_core.reports.heatmap import Pivot, heatmaps, pivot_of, pivots_of
+from fixtures_core.reports.html_parts import Html, document, tr
+from fixtures_core.reports.html_suite import (
+    ab_sections,
+    attempt_links,
+    evidence_href,
+    evidence_run,
+    ship_decisions,
+    shipped_scores,
+)
+from fixtures_core.reports.trends import since_lines
 from fixtures_core.results import MetricSummary, RowResult, SampleResult
-from fixtures_core.text import excerpt
+from fixtures_core.text import counted, excerpt
 
 _EXCERPT_LINES = 20
 _EXCERPT_CHARS = 1500
 _SAMPLES_WITH_OUTPUT = 3  # failing samples per row whose output excerpts are shown
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#212121;
- margin:0 auto;max-width:1100px;padding:16px 24px 48px}
-h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #e0e0e0}
-h3{font-size:15px;margin:18px 0 4px}
-table{border-collapse:collapse;margin:6px 0}th,td{padding:3px 10px;border-bottom:1px solid #eeeeee;
- text-align:left;vertical-align:top}th{background:#fafafa}td.num,th.num{text-align:right;white-space:nowrap}
-table.rows td:first-child{white-space:nowrap}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;color:#fff;font-size:12px}
-.PASS{background:#2e7d32}.FAIL{background:#c62828}.ERR{background:#8e24aa}.SKIP{background:#9e9e9e}
-.verdict{font-size:20px;padding:3px 14px}.flaky{color:#ef6c00;font-weight:600}
-.muted{color:#757575}.gating{color:#c62828;font-weight:600}pre{background:#f5f5f5;padding:8px;
- overflow-x:auto;white-space:pre-wrap;word-break:break-all;max-height:24em}
-details{margin:6px 0;border:1px solid #e0e0e0;border-radius:4px;padding:4px 10px}
-summary{cursor:pointer;font-weight:600}.legend span{margin-right:14px}
-.dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:4px}
-code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;display:block}
-.verdict-box{border:2px solid #e0e0e0;border-radius:6px;padding:8px 14px;margin:8px 0}
-.verdict-box.box-FAIL,.verdict-box.box-ERR{border-color:#c62828;background:#fff5f5}
-.verdict-box.box-PASS{border-color:#2e7d32}
-.verdict-box p{margin:4px 0}tr.regressed td{background:#ffebee}
-.filters button{margin-right:6px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;padding:1px 10px;
- cursor:pointer}.filters button.on{background:#424242;color:#fff}table.rows th{cursor:pointer}
-.ship-gate-verdict .badge{font-size:16px;padding:3px 12px}
-"""
 # Sorting and filtering of the rows table: the page works without it (every row is shown).
 _SCRIPT = """
 (function () {
   var table = document.querySelector("table.rows"), filter = document.getElementById("row-filter");
   if (!table || !filter) return;
   function rows() { return Array.prototype.slice.call(table.querySelectorAll("tr.row")); }
+  table.querySelectorAll("tbody.group[data-fold]").forEach(function (body) {
+    var button = body.querySelector("button.toggle");
+    body.classList.add("collapsed");
+    if (!button) return;
+    var told = button.textContent;
+    button.hidden = false;
+    button.addEventListener("click", function (event) {
+      event.stopPropagation();
+      button.textContent = body.classList.toggle("collapsed") ? told : "hide passing rows";
+    });
+  });
+  function reveal() {
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    var body = target && target.closest ? target.closest("tbody.group") : null;
+    if (body) { body.classList.remove("collapsed"); target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", reveal);
+  reveal();
   filter.hidden = false;
   filter.addEventListener("click", function (event) {
     var status = event.target.dataset ? event.target.dataset.status : undefined;
     if (status === undefined) return;
     filter.querySelectorAll("button").forEach(function (b) { b.classList.toggle("on", b === event.target); });
+    table.querySelectorAll("tbody.group").forEach(function (b) { b.classList.remove("collapsed"); });
     rows().forEach(function (r) { r.hidden = !(status === "" || r.dataset.status === status); });
   });
   table.querySelectorAll("th").forEach(function (head, column) {
@@ -89,28 +95,49 @@ _SCRIPT = """
 """
 
 
-def html(run: RunResult) -> str:
-    """The whole report of ``run`` as one HTML document."""
+@dataclass(frozen=True)
+class Context:
+    """What a page shows beyond the run itself.
+
+    since:  the run against the previous run of its suite (``records.history``), when there is one.
+    links:  links to the evidence on disk, relative to the page; None: the page names folders only.
+    pivots: the two-property pivots to draw (None: the run's own ``--group-by`` values with a comma).
+    """
+
+    since: Since | None = None
+    links: EvidenceLinks | None = None
+    pivots: tuple[tuple[str, str], ...] | None = None
+
+
+COLLAPSE_AT = 20  # rows above which passing rows fold behind their group and "What failed" comes first
+_FAILED_SHOWN = 50
+
+
+def html(run: RunResult, context: Context | None = None) -> str:
+    """The whole report of ``run`` as one HTML document: the answer first (the verdict, what changed since
+    the previous run, the baseline, the cost, each A/B suite's ship decision, what failed), then the rows,
+    pivots, metrics, suites, the comparison and each row's samples."""
+    context = context or Context()
     anchors = {row.id: f"row-{index}" for index, row in enumerate(run.rows)}
+    lines = {row.id: f"line-{index}" for index, row in enumerate(run.rows)}
+    wanted = context.pivots if context.pivots is not None else tuple(pivots_of(run.options.get("group_by")))
+    pivots = [pivot_of(run.rows, down, across) for down, across in wanted]
+    big = len(run.rows) > COLLAPSE_AT
     body = [
-        _header(run),
-        _rows_section(run, anchors),
+        _header(run, context),
+        ship_decisions(run, context.links),
+        _failed_section(run, anchors, context) if big else "",
+        "".join(heatmaps(run, pivot, lines) for pivot in pivots),
+        _rows_section(run, anchors, pivots[0] if pivots else None, context, big),
         _metrics_section(run, anchors),
-        ab_sections(run.suites),
+        ab_sections(run, context.links),
         _suite_section(run),
         _comparison_section(run),
-        _samples_section(run, anchors),
+        _samples_section(run, anchors, context),
         '<p class="muted">Written by assay '
         f"{escape(str(run.environment.get('assay_version', '')))}; one file, no network.</p>",
     ]
-    title = f"assay {run.verdict.shown}: {run.run_id}"
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
-        + "\n".join(part for part in body if part)
-        + f"\n<script>{_SCRIPT}</script>\n</body></html>\n"
-    )
+    return document(f"assay {run.verdict.shown}: {run.run_id}", body, _SCRIPT)
 
 
 # --- header ---------------------------------------------------------------------
@@ -119,7 +146,7 @@ _GATING = ' class="gating"'
 _SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
 
 
-def _header(run: RunResult) -> str:
+def _header(run: RunResult, context: Context) -> str:
     s = run.summary
     verdict = run.verdict
     label = f" <span class='muted'>[{escape(run.label)}]</span>" if run.label else ""
@@ -143,8 +170,19 @@ def _header(run: RunResult) -> str:
     ]
     if run.error:
         parts.append(f'<p class="gating">error: {escape(run.error)}</p>')
+    parts += [f'<p class="baseline-context">{escape(line)}</p>' for line in describe.baseline_context(run)]
+    cost = describe.cost_line(run)
+    if cost:
+        parts.append(f'<p id="cost-total">{escape(cost)}</p>')
     parts.append("</div>")
-    parts.append('<p class="muted">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
+    if context.since is not None:
+        lines = since_lines(context.since)
+        parts.append(
+            f'<div id="since" class="since"><p><b>{escape(lines[0])}</b></p>'
+            + "".join(f'<p class="muted">{escape(line)}</p>' for line in lines[1:])
+            + "</div>"
+        )
+    parts.append('<p class="muted facts">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
     return "\n".join(parts)
 
 
@@ -152,10 +190,75 @@ def _option(value: object) -> str:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
+# --- what failed (a big run's first screen) --------------------------------------------------
+
+
+def _failed_section(run: RunResult, anchors: dict[str, str], context: Context) -> str:
+    """Every FAIL or ERR row that counts (an arm row of a suite with a hard gate is evidence, in its
+    suite's section), with why, the first failing sample's output and its evidence."""
+    evidence = _evidence_rows(run)
+    bad = [row for row in run.rows if row.status in ("FAIL", "ERR") and row.id not in evidence]
+    if not bad:
+        return ""
+    head = tr(["row", "status", "where", "why, and what the first failing sample printed"], header=True)
+    lines = []
+    for row in bad[:_FAILED_SHOWN]:
+        lines.append(
+            f'<tr class="failed" data-row="{escape(row.name)}"><td><a href="#{anchors[row.id]}">{escape(row.name)}</a>'
+            f"</td><td>{_status(row)}</td><td><code>{escape(f'{row.file}:{row.line}')}</code></td>"
+            f"<td>{_why(run, row, context)}</td></tr>"
+        )
+    more = (
+        f'<p class="muted">and {len(bad) - _FAILED_SHOWN} more: see the rows below</p>'
+        if len(bad) > _FAILED_SHOWN
+        else ""
+    )
+    return (
+        f'<h2 id="failed">What failed ({len(bad)} of {len(run.rows)} rows)</h2>'
+        f'<table class="failed">{head}{"".join(lines)}</table>{more}'
+    )
+
+
+def _evidence_rows(run: RunResult) -> set[str]:
+    """Ids of arm rows of suites with a hard gate: their FAIL is evidence for the gates, not the verdict."""
+    hard = {suite.file for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)}
+    return {row.id for row in run.rows if row.file in hard and row.properties.get("arm") not in (None, "")}
+
+
+def _why(run: RunResult, row: RowResult, context: Context, regressed: Sequence[str] = ()) -> str:
+    """Every reason the row did not pass, then the first failing sample's output excerpt and evidence links."""
+    reasons = [describe.row_reason(row), *regressed, f"sampling: {row.sampling}" if row.sampling else None]
+    parts = [escape("; ".join(r for r in reasons if r))]
+    if row.status in ("FAIL", "ERR"):
+        parts.append(_row_links(run, row, context))
+        told = describe.failure(row)
+        for stream, text in told.excerpts:
+            parts.append(f'<pre class="excerpt" title="{stream} of sample {told.first_sample}">{escape(text)}</pre>')
+    return "".join(parts)
+
+
+def _row_links(run: RunResult, row: RowResult, context: Context) -> str:
+    """Links to the row's raw output and, for an A/B arm row, its first failing attempt's evidence."""
+    links = context.links
+    if links is None:
+        return ""
+    found = []
+    if row.evidence:
+        href = evidence_href(links, run.run_id, row.evidence)
+        if href:
+            found.append(f'<a href="{href}">raw output</a>')
+    bad = next((s for s in row.samples if not s.passed and s.attempt is not None), None)
+    if bad is not None and bad.attempt is not None:
+        found += attempt_links(links, evidence_run(run, row), bad.attempt.evidence)
+    return f' <span class="evidence">· {"".join(found)}</span>' if found else ""
+
+
 # --- rows -----------------------------------------------------------------------
 
 
-def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
+def _rows_section(
+    run: RunResult, anchors: dict[str, str], pivot: Pivot | None, context: Context, collapse: bool
+) -> str:
     k = describe.k_label(run)
     head = tr(
         ["row", "status", "passed", "pass rate (95% CI)", f"pass@{k}", f"pass^{k}", "median time", "why"],
@@ -163,24 +266,84 @@ def _rows_section(run: RunResult, anchors: dict[str, str]) -> str:
         numeric={2, 3, 4, 5, 6},
     )
     regressed = _regressions(run)
-    lines = []
-    for row in run.rows:
-        link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
-        pass_at, pass_hat = _passk(row)
-        median = describe.duration(describe.median_duration_ms(row))
-        sampled = f"sampling: {row.sampling}" if row.sampling else None
-        why = "; ".join(filter(None, [describe.row_reason(row), *regressed.get(row.name, []), sampled]))
-        css = "row regressed" if row.name in regressed else "row"
-        lines.append(
-            f'<tr class="{css}" data-row="{escape(row.name)}" data-status="{row.status}">'
-            f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{describe.passed_cell(row)}</td>"
-            f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
-            f"<td class='num' data-sort='{describe.median_duration_ms(row) or ''}'>{median}</td>"
-            f"<td>{escape(why)}</td></tr>"
-        )
+    results = describe.arm_results(run)
+    groups = _groups(run, pivot)
+    bodies = []
+    for key, (title, anchor, rows) in groups.items():
+        lines = []
+        passing = sum(row.passed for row in rows)
+        if title:
+            failing = sum(row.status in ("FAIL", "ERR") for row in rows)
+            toggle = (
+                f'<button type="button" class="toggle" hidden>show {counted(passing, "passing row")}</button>'
+                if passing
+                else ""
+            )
+            lines.append(
+                f'<tr class="group-head" id="{anchor}"><td colspan="8">{escape(title)} '
+                f'<span class="muted">{passing}/{len(rows)} passed'
+                f"{f', {failing} failing' if failing else ''}</span>{toggle}</td></tr>"
+            )
+        for row in rows:
+            lines.append(_row_line(run, row, anchors, regressed.get(row.name, []), results, context))
+        fold = ' data-fold="1"' if collapse and passing and title else ""
+        bodies.append(f'<tbody class="group" data-group="{escape(key)}"{fold}>' + "".join(lines) + "</tbody>")
     return (
-        f'<h2 id="rows">Rows</h2>\n{_filter_buttons(run)}<table class="rows">{head}\n' + "\n".join(lines) + "</table>"
+        f'<h2 id="rows">Rows</h2>\n{_filter_buttons(run)}<table class="rows">{head}\n' + "\n".join(bodies) + "</table>"
     )
+
+
+def _groups(run: RunResult, pivot: Pivot | None) -> dict[str, tuple[str, str, list[RowResult]]]:
+    """The rows by the first pivot's first property (``provider`` of ``provider,model``), else by fixture
+    file when there are several, else one group (titled, so its passing rows can fold, in a big run)."""
+    found: dict[str, tuple[str, str, list[RowResult]]] = {}
+    if pivot is not None:
+        order = {row.id: index for index, row in enumerate(run.rows)}
+        for index, value in enumerate(pivot.down_values):
+            rows = sorted((row for key, cell in pivot.cells.items() if key[0] == value for row in cell),
+                          key=lambda row: order[row.id])  # fmt: skip
+            found[value] = (f"{pivot.down}={value}", f"group-{index}", rows)
+        return found
+    files = list(dict.fromkeys(row.file for row in run.rows))
+    if len(files) > 1:
+        for index, file in enumerate(files):
+            found[file] = (file, f"group-file-{index}", [row for row in run.rows if row.file == file])
+        return found
+    title = "every row" if len(run.rows) > COLLAPSE_AT else ""
+    return {"": (title, "group-all", list(run.rows))}
+
+
+def _row_line(
+    run: RunResult,
+    row: RowResult,
+    anchors: dict[str, str],
+    regressed: list[str],
+    results: dict[tuple[str, str], describe.ArmResult],
+    context: Context,
+) -> str:
+    link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
+    pass_at, pass_hat = _passk(row)
+    median = describe.duration(describe.median_duration_ms(row))
+    result = results.get((row.file, row.name))
+    status = _arm_status(row, result) if result is not None else _status(row)
+    css = "row" + (" regressed" if regressed else "") + (" passing" if row.passed and not regressed else "")
+    shown = result if result is not None else row.status
+    return (
+        f'<tr class="{css}" id="{anchors[row.id].replace("row-", "line-")}" data-row="{escape(row.name)}" '
+        f'data-status="{row.status}" data-shown="{shown}">'
+        f"<td>{link}</td><td>{status}</td><td class='num'>{describe.passed_cell(row)}</td>"
+        f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
+        f"<td class='num' data-sort='{describe.median_duration_ms(row) or ''}'>{median}</td>"
+        f"<td>{_why(run, row, context, regressed)}</td></tr>"
+    )
+
+
+def _arm_status(row: RowResult, result: describe.ArmResult) -> str:
+    """An arm row reads as how it ended its case; its own checks, when they failed, beside it."""
+    own = (
+        "" if row.status == "PASS" else f' <span class="badge {row.status}" title="its own checks">{row.status}</span>'
+    )
+    return f'<span class="badge {result}" title="its case: {result}">{result}</span>{own}'
 
 
 def _filter_buttons(run: RunResult) -> str:
@@ -192,7 +355,7 @@ def _filter_buttons(run: RunResult) -> str:
 
 
 def _regressions(run: RunResult) -> dict[str, list[str]]:
-    """What regressed against the saved run, by row name: its status, its metrics."""
+    """What regressed against the saved run, by row name: its status, its metrics (with their numbers)."""
     comparison = run.comparison
     if comparison is None:
         return {}
@@ -204,7 +367,13 @@ def _regressions(run: RunResult) -> dict[str, list[str]]:
             )
     for delta in comparison.metrics:
         if delta.regressed:
-            found.setdefault(delta.row, []).append(f"{delta.name} regressed vs {comparison.baseline}")
+            moved = (
+                f" {delta.baseline:.4g} → {delta.current:.4g} {delta.unit}"
+                if delta.baseline is not None and delta.current is not None
+                else ""
+            )
+            percent = f" ({delta.delta_percent:+.1f}%)" if delta.delta_percent is not None else ""
+            found.setdefault(delta.row, []).append(f"{delta.name} regressed vs {comparison.baseline}:{moved}{percent}")
     return found
 
 
@@ -238,15 +407,30 @@ def _passk(row: RowResult) -> tuple[str, str]:
 
 
 def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
+    """Per metric a plot with a lane per row and a table; folded in a big run (a lane per row is long)."""
     names = list(dict.fromkeys(name for row in run.rows for name in row.metrics))
     if not names:
         return ""
-    parts = ['<h2 id="metrics">Metrics</h2>', _legend(run)]
+    opened = "" if len(run.rows) > COLLAPSE_AT else " open"
+    shipped = shipped_scores(run)
+    results = describe.arm_results(run)
+    parts = ['<h2 id="metrics">Metrics</h2>', _legend(run, shipped)]
     saved = _saved_deltas(run)
     for name in names:
         rows = [(row, row.metrics[name]) for row in run.rows if name in row.metrics]
         first = rows[0][1]
-        lanes = [plots.lane(row, name, metric, anchors[row.id], saved.get((row.name, name))) for row, metric in rows]
+        lanes = [
+            plots.lane(
+                row,
+                name,
+                metric,
+                anchors[row.id],
+                saved.get((row.name, name)),
+                shipped.get((row.file, row.name, name)),
+                "DQ" if results.get((row.file, row.name)) == "disqualified" else "",
+            )
+            for row, metric in rows
+        ]
         facts = [first.unit, first.aggregate, f"{first.direction} is better" if first.direction != "none" else ""]
         facts.append("informational, never gates" if not first.gate else "")
         off = plots.off_axis_limits(lanes)
@@ -256,9 +440,11 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
             if off
             else ""
         )
+        table = _metric_table(name, rows, saved, shipped, results, run)
         parts.append(
-            f'<h3 class="metric">{escape(name)} <span class="muted">({escape(", ".join(f for f in facts if f))})'
-            f"</span></h3>\n{plots.strip_plot(name, first.unit, lanes)}\n{note}{_metric_table(name, rows, saved, run)}"
+            f'<details class="metric-detail"{opened}><summary><h3 class="metric">{escape(name)} <span class="muted">'
+            f"({escape(', '.join(f for f in facts if f))})</span></h3></summary>\n"
+            f"{plots.strip_plot(name, first.unit, lanes)}\n{note}{table}</details>"
         )
     return "\n".join(parts)
 
@@ -270,21 +456,24 @@ def _saved_deltas(run: RunResult) -> dict[tuple[str, str], MetricDelta]:
     return {(delta.row, delta.name): delta for delta in run.comparison.metrics}
 
 
-def _legend(run: RunResult) -> str:
+def _legend(run: RunResult, shipped: dict[tuple[str, str, str], tuple[float, bool, str]]) -> str:
     dots = "".join(
         f'<span><i class="dot" style="background:{plots.COLORS[k]}"></i>{label}</span>'
         for k, label in (("pass", "sample passed"), ("fail", "sample failed"), ("error", "sample errored"))
     )
+    named = (
+        run.comparison.baseline if run.comparison is not None else next(iter(shipped.values()))[2] if shipped else ""
+    )
     saved = (
-        f'<span style="color:{plots.SAVED_COLOR}">┆ saved run ({escape(run.comparison.baseline)}); '
-        "a red ! marks a regression</span>"
-        if run.comparison is not None
+        f'<span style="color:{plots.SAVED_COLOR}">┆ saved run ({escape(named)}); a red ! marks a regression</span>'
+        if named
         else ""
     )
+    disqualified = '<span style="color:#c62828">DQ: a disqualified arm (it loses its case)</span>' if shipped else ""
     return (
         f'<p class="legend muted">{dots}<span>◇ aggregate</span>'
         '<span style="color:#1565c0">┆ baseline row</span>'
-        f'{saved}<span style="color:#c62828">▮ fails a threshold</span></p>'
+        f'{saved}<span style="color:#c62828">▮ fails a threshold</span>{disqualified}</p>'
     )
 
 
@@ -292,10 +481,12 @@ def _metric_table(
     name: str,
     rows: Sequence[tuple[RowResult, MetricSummary]],
     saved: dict[tuple[str, str], MetricDelta],
+    shipped: dict[tuple[str, str, str], tuple[float, bool, str]],
+    results: dict[tuple[str, str], describe.ArmResult],
     run: RunResult,
 ) -> str:
-    compared = run.comparison is not None
-    titles = ["row", "aggregate", "baseline row", "Δ%", *(["saved run", "Δ% vs saved"] if compared else []), "verdict"]
+    compared = run.comparison is not None or any((row.file, row.name, name) in shipped for row, _m in rows)
+    titles = ["row", "aggregate", "baseline row", "Δ%", *(["saved run", "Δ vs saved"] if compared else []), "verdict"]
     numeric = {1, 2, 3, 4, 5} if compared else {1, 2, 3}
     head = tr(titles, header=True, numeric=numeric)
     lines = []
@@ -308,19 +499,36 @@ def _metric_table(
             baseline = f"{comparison.baseline_value:.4g} ({comparison.baseline})" if known else comparison.baseline
             percent = comparison.regression_percent
             delta = "-" if percent is None else f"{percent:+.1f}%"
-        against = saved.get((row.name, name)) if compared else None
+        against = saved.get((row.name, name)) if run.comparison is not None else None
+        ship = shipped.get((row.file, row.name, name)) if against is None else None
         verdict = _metric_verdict(metric)
         extra: list[str] = []
         if compared:
-            extra = ["-" if against is None or against.baseline is None else f"{against.baseline:.4g} {metric.unit}"]
-            shown = None if against is None else against.delta_percent
-            extra.append("-" if shown is None else f"{shown:+.1f}%")
-        regressed = against is not None and against.regressed
-        if regressed and against is not None and run.comparison is not None:
+            extra = _saved_cells(against, ship, metric)
+        regressed = (against is not None and against.regressed) or (ship is not None and ship[1])
+        if against is not None and against.regressed and run.comparison is not None:
             verdict = f"✗ regressed vs {run.comparison.baseline}" + (f": {against.note}" if against.note else "")
+        elif ship is not None and ship[1] and metric.value is not None:
+            verdict = (
+                f"✗ fell {ship[0] - metric.value:.4g} points below {ship[2]} ({ship[0]:.4g} → {metric.value:.4g}), "
+                "breaking a ship gate"
+            )
+        if results.get((row.file, row.name)) == "disqualified":
+            verdict = "DISQUALIFIED: loses the case" + ("" if verdict == "ok" else f"; {verdict}")
         cells = [row.name, value, baseline, delta, *extra, verdict]
         lines.append(tr(cells, numeric=numeric, css="regressed" if regressed else ""))
     return '<table class="metric-values">' + head + "".join(lines) + "</table>"
+
+
+def _saved_cells(against: MetricDelta | None, ship: tuple[float, bool, str] | None, metric: MetricSummary) -> list[str]:
+    """The saved run's value and the change against it (``--baseline``'s, else the shipped run's score)."""
+    if against is not None:
+        value = "-" if against.baseline is None else f"{against.baseline:.4g} {metric.unit}"
+        return [value, "-" if against.delta_percent is None else f"{against.delta_percent:+.1f}%"]
+    if ship is not None:
+        moved = "-" if metric.value is None else f"{metric.value - ship[0]:+.4g}"
+        return [f"{ship[0]:.4g} {metric.unit} ({ship[2]})", moved]
+    return ["-", "-"]
 
 
 def _metric_verdict(metric: MetricSummary) -> str:
@@ -351,8 +559,10 @@ def _suite_section(run: RunResult) -> str:
     lines = [_suite_row("all rows", figures)]
     for prop, groups in (run.summary.groups or {}).items():
         lines += [_suite_row(f"{prop}={value}", group) for value, group in groups.items()]
-    table = f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n<table class="suite">{head}' + "".join(lines) + "</table>"
-    return table + note
+    table = f'<table class="suite">{head}' + "".join(lines) + "</table>"
+    if len(lines) > COLLAPSE_AT:
+        table = f"<details><summary>{counted(len(lines) - 1, 'group')}</summary>{table}</details>"
+    return f'<h2 id="suite">pass@{k} and pass^{k}</h2>\n{table}{note}'
 
 
 def _suite_row(name: str, figures: SuiteFigures) -> str:
@@ -419,14 +629,22 @@ def _mark(mark: Mark) -> Html:
 # --- samples --------------------------------------------------------------------
 
 
-def _samples_section(run: RunResult, anchors: dict[str, str]) -> str:
+def _samples_section(run: RunResult, anchors: dict[str, str], context: Context) -> str:
+    """Each row's drill-down; in a big run the passing rows' are folded together after the others."""
     parts = ['<h2 id="samples">Rows and their samples</h2>']
-    for row in run.rows:
-        parts.append(_row_details(row, anchors[row.id]))
+    if len(run.rows) <= COLLAPSE_AT:
+        parts += [_row_details(run, row, anchors[row.id], context) for row in run.rows]
+        return "\n".join(parts)
+    passing = [row for row in run.rows if row.passed]
+    parts += [_row_details(run, row, anchors[row.id], context) for row in run.rows if not row.passed]
+    if passing:
+        inner = "\n".join(_row_details(run, row, anchors[row.id], context) for row in passing)
+        title = counted(len(passing), "passing row")
+        parts.append(f'<details class="passing-rows"><summary>{title}</summary>{inner}</details>')
     return "\n".join(parts)
 
 
-def _row_details(row: RowResult, anchor: str) -> str:
+def _row_details(run: RunResult, row: RowResult, anchor: str, context: Context) -> str:
     opened = " open" if row.status in ("FAIL", "ERR") else ""
     where = f"{row.file}:{row.line}"
     head = (
@@ -444,17 +662,21 @@ def _row_details(row: RowResult, anchor: str) -> str:
     if props:
         body.append(f'<p class="muted">{escape(props)}</p>')
     if row.samples:
-        body.append(_samples_table(row))
+        body.append(_samples_table(run, row, context))
     for sample in [s for s in row.samples if not s.passed][:_SAMPLES_WITH_OUTPUT]:
         body.append(_output(sample))
     if row.evidence:
-        body.append(f"<p class=\"muted\">every sample's raw output: {escape(row.evidence)} in the run's folder</p>")
+        href = evidence_href(context.links, run.run_id, row.evidence) if context.links is not None else None
+        shown = f'<a href="{href}">{escape(row.evidence)}</a>' if href else escape(row.evidence)
+        body.append(f"<p class=\"muted\">every sample's raw output: {shown} in the run's folder</p>")
     return head + "".join(body) + "</details>"
 
 
-def _samples_table(row: RowResult) -> str:
+def _samples_table(run: RunResult, row: RowResult, context: Context) -> str:
     names = list(row.metrics) or list(dict.fromkeys(n for s in row.samples for n in s.metrics))
-    head = tr(["#", "status", "time", "exit", *names, "check"], header=True, numeric=set(range(2, 4 + len(names))))
+    linked = context.links is not None and any(s.attempt is not None for s in row.samples)
+    titles = ["#", "status", "time", "exit", *names, "check", *(["evidence"] if linked else [])]
+    head = tr(titles, header=True, numeric=set(range(2, 4 + len(names))))
     lines = []
     for sample in row.samples:
         values = []
@@ -469,10 +691,16 @@ def _samples_table(row: RowResult) -> str:
             _opt_int(sample.exit_code),
             *values,
         ]
+        links = ""
+        if linked and context.links is not None:
+            found = (
+                attempt_links(context.links, evidence_run(run, row), sample.attempt.evidence) if sample.attempt else []
+            )
+            links = f'<td class="evidence">{"".join(found)}</td>'
         lines.append(
             f'<tr class="sample" data-status="{sample.status}">'
             + "".join(f"<td{_num_class(i, names)}>{escape(c)}</td>" for i, c in enumerate(cells))
-            + f"<td>{escape(check)}</td></tr>"
+            + f"<td>{escape(check)}</td>{links}</tr>"
         )
     return '<table class="samples">' + head + "".join(lines) + "</table>"
 

@@ -1,24 +1,205 @@
-"""The A/B section of the HTML report: per suite, the cases (arms' scores, margin, winner,
-disqualifications and findings, the judge's rationale), the gates with their severity and the
-cases' known limits, and the SHIP-GATE VERDICT, from the same lines as the terminal's report."""
+"""The A/B parts of the HTML report.
+
+``ship_decisions`` leads the page: per suite the SHIP-GATE VERDICT, each
+failed gate with the cases that broke it (and what was seen), and per case
+its arms' scores, the margin now, then (the shipped run's) and its change,
+the winner and DISQUALIFIED. ``ab_sections`` comes further down with the
+rest: the judge, the averages, every gate with its CEL, the known limits, and
+per case each arm's axes, findings and evidence (diff, verify results,
+transcript) and the judge's input, output and rationale, linked when the page
+has links (``reports.evidence_links``).
+"""
 
 from __future__ import annotations
 
 from html import escape
 
+from fixtures_core.analysis.gate_cases import breaking_cases, gate_seen
 from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
+from fixtures_core.execution.judgment import Judgment
+from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import shipgate
+from fixtures_core.reports.comparison import baseline_facts
+from fixtures_core.reports.describe import arm_result
+from fixtures_core.reports.evidence_links import EvidenceLinks
 from fixtures_core.reports.html_parts import Html, badge, tr
+from fixtures_core.results import RowResult
+from fixtures_core.suite import SCORE_METRIC
 
 _GATE_STATUS = {"pass": "PASS", "fail": "FAIL", "error": "ERR", "not_evaluated": "SKIP"}
+_ATTEMPT_FILES = (
+    ("diff.patch", "diff"),
+    ("verify.json", "verify"),
+    ("stdout.txt", "transcript"),
+    ("stderr.txt", "stderr"),
+    ("input.md", "prompt"),
+)
+_JUDGE_FILES = (
+    ("input.json", "judge input"),
+    ("input.txt", "judge input"),
+    ("output.txt", "judge output"),
+    ("judgment.json", "judgment"),
+    ("input-swapped.json", "judge input (swapped)"),
+    ("input-swapped.txt", "judge input (swapped)"),
+    ("output-swapped.txt", "judge output (swapped)"),
+)
 
 
-def ab_sections(suites: tuple[SuiteOutcome, ...]) -> str:
+# --- links ---------------------------------------------------------------------------------
+
+
+def evidence_href(links: EvidenceLinks, run_id: str, relative: str) -> str | None:
+    """A link to a file named relative to a run's folder (``../OTHER/...`` names another run's)."""
+    parts = relative.split("/")
+    if len(parts) > 2 and parts[0] == "..":
+        return links.href(parts[1], "/".join(parts[2:]))
+    return links.href(run_id, relative)
+
+
+def evidence_run(run: RunResult, row: RowResult) -> str:
+    """The run whose folder holds a row's attempts (a re-judged run reads another's)."""
+    suite = next((s for s in run.suites if s.file == row.file), None)
+    return suite.evidence_run if suite is not None and suite.evidence_run else run.run_id
+
+
+def attempt_links(links: EvidenceLinks, run_id: str, folder: str) -> list[str]:
+    """Links to an attempt's diff, verify results, transcript, stderr and prompt (those that exist)."""
+    found = []
+    for name, shown in _ATTEMPT_FILES:
+        href = evidence_href(links, run_id, f"{folder.rstrip('/')}/{name}")
+        if href:
+            found.append(f'<a href="{href}">{shown}</a>')
+    return found
+
+
+def _judge_links(links: EvidenceLinks, run_id: str, judgment: Judgment) -> list[str]:
+    found = []
+    for name, shown in _JUDGE_FILES:
+        href = evidence_href(links, run_id, f"{judgment.evidence.rstrip('/')}/{name}") if judgment.evidence else None
+        if href:
+            found.append(f'<a href="{href}">{shown}</a>')
+    return found
+
+
+# --- the ship decision (first screen) ------------------------------------------------------
+
+
+def shipped_scores(run: RunResult) -> dict[tuple[str, str, str], tuple[float, bool, str]]:
+    """Each arm row's score in the shipped run its suite's gates read: (file, row, ``score``) -> (then,
+    whether its case broke a failed gate while the score fell, the shipped run's name)."""
+    found: dict[tuple[str, str, str], tuple[float, bool, str]] = {}
+    for suite in run.suites:
+        if suite.baseline is None:
+            continue
+        # a drop marks its lane when its case broke a failed gate that reads the shipped scores
+        broken = {name for gate in suite.gates if "baseline_score" in gate.cel for name in breaking_cases(gate, suite)}
+        for case in suite.cases:
+            for outcome in case.arms.values():
+                if outcome.baseline_score is None:
+                    continue
+                fell = outcome.score is not None and outcome.score < outcome.baseline_score
+                found[(suite.file, outcome.row, SCORE_METRIC)] = (
+                    outcome.baseline_score,
+                    fell and case.name in broken,
+                    suite.baseline,
+                )
+    return found
+
+
+def ship_decisions(run: RunResult, links: EvidenceLinks | None = None) -> str:
+    """Every suite's ship decision ('' for a run without A/B suites)."""
+    return "\n".join(_decision(run, suite, index) for index, suite in enumerate(run.suites))
+
+
+def _decision(run: RunResult, suite: SuiteOutcome, index: int) -> str:
+    shown = shipgate.verdict_text(suite)
+    colour = suite.verdict if not suite.dry_run else "SKIP"
+    compared = (
+        f"compared with {suite.baseline.split(' (run ')[0]}: {baseline_facts(suite.baseline_facts)}"
+        if suite.baseline is not None and suite.baseline_facts is not None
+        else f"compared with {suite.baseline}"
+        if suite.baseline is not None
+        else "no shipped run to compare with (first run)"
+    )
+    parts = [
+        f'<section class="ship ship-{colour}" id="ship-{index}" data-verdict="{suite.verdict}">',
+        f'<h2>Ship decision <code>{escape(suite.file)}</code> <span class="ship-gate-verdict">'
+        f"{badge(colour, shown)}</span></h2>",
+        f'<p class="muted">{escape(compared)}</p>',
+        _broken_gates(suite),
+        _decision_table(suite),
+        "</section>",
+    ]
+    return "".join(part for part in parts if part)
+
+
+def _broken_gates(suite: SuiteOutcome) -> str:
+    """One line per gate that failed or erred: what it is, the cases that broke it and what was seen."""
+    if suite.dry_run:
+        return '<p class="muted">Dry run: nothing was scored; the gates were not evaluated.</p>'
+    failed = [gate for gate in suite.gates if gate.status in ("fail", "error")]
+    hard = [gate for gate in suite.gates if gate.severity == "hard"]
+    passed = sum(gate.status == "pass" for gate in hard)
+    if not failed:
+        return f'<p class="gates-held">every gate held ({passed} of {len(hard)} hard gates passed)</p>'
+    items = []
+    for gate in failed:
+        what = "FAILED" if gate.severity == "hard" else "warned" if gate.status == "fail" else "could not be evaluated"
+        cases = breaking_cases(gate, suite)
+        told = [f"<b>{escape(gate.severity)} gate '{escape(gate.name)}' {what}</b>"]
+        if gate.status == "error" and gate.error:
+            told.append(escape(gate.error))
+        if cases:
+            named = [f'<span class="broke" data-case="{escape(name)}">{escape(name)}</span>' for name in cases]
+            told.append("broken by " + ", ".join(named))
+        seen = gate_seen(gate, suite)
+        if seen:
+            told.append(f"seen: {escape(seen)}")
+        items.append(f'<li class="gate-{gate.severity} gate-{gate.status}">' + ": ".join(told) + "</li>")
+    summary = f'<p class="muted">{passed} of {len(hard)} hard gates passed</p>'
+    return f'<ul class="broken">{"".join(items)}</ul>{summary}'
+
+
+def _decision_table(suite: SuiteOutcome) -> str:
+    """Per case: each arm's score (DQ), the margin now, then and its change, the winner, the verdict."""
+    compared = suite.baseline is not None
+    arms = [f"{arm} now (then)" if compared else arm for arm in suite.arms]
+    titles = ["case", *arms, "margin", *(["then", "change"] if compared else []), "winner", "verdict"]
+    numeric = set(range(1, len(suite.arms) + (4 if compared else 2)))
+    broken = {name for gate in suite.gates for name in breaking_cases(gate, suite)}
+    lines = []
+    for case in suite.cases:
+        arms = [_arm_cell(case, arm, suite.dry_run, compared) for arm in suite.arms]
+        margin = [shipgate.points(case.margin, sign=True)]
+        if compared:
+            change = (
+                case.margin - case.baseline_margin
+                if case.margin is not None and case.baseline_margin is not None
+                else None
+            )
+            margin += [shipgate.points(case.baseline_margin, sign=True), shipgate.points(change, sign=True)]
+        verdict = badge("disqualified", "DISQUALIFIED") if case.verdict == "DISQUALIFIED" else case.verdict
+        name = Html(
+            f'<span class="gating" title="broke a gate">! {escape(case.name)}</span>'
+            if case.name in broken
+            else escape(case.name)
+        )
+        cells = [name, *arms, *margin, case.winner or "-", verdict]
+        lines.append(
+            tr(cells, numeric=numeric, css=f"decision case-{case.status}" + (" broke" if case.name in broken else ""))
+        )
+    return '<table class="decision">' + tr(titles, header=True, numeric=numeric) + "".join(lines) + "</table>"
+
+
+# --- the suite's details (further down) ------------------------------------------------------
+
+
+def ab_sections(run: RunResult, links: EvidenceLinks | None = None) -> str:
     """Every suite's section ('' for a run without A/B suites)."""
-    return "\n".join(_suite(suite, index) for index, suite in enumerate(suites))
+    return "\n".join(_suite(run, suite, index, links) for index, suite in enumerate(run.suites))
 
 
-def _suite(suite: SuiteOutcome, index: int) -> str:
+def _suite(run: RunResult, suite: SuiteOutcome, index: int, links: EvidenceLinks | None) -> str:
     shown = shipgate.verdict_text(suite)
     colour = suite.verdict if not suite.dry_run else "SKIP"
     parts = [
@@ -36,7 +217,7 @@ def _suite(suite: SuiteOutcome, index: int) -> str:
     if problems:
         parts.append('<ul class="ab-problems">' + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul>")
     parts.append(f'<p class="ship-gate-verdict">{badge(colour, shown)}</p>')
-    parts += [_case_details(case, suite) for case in suite.cases]
+    parts += [_case_details(run, case, suite, links) for case in suite.cases]
     return f'<section class="ab-suite" data-verdict="{suite.verdict}">' + "\n".join(parts) + "</section>"
 
 
@@ -51,9 +232,12 @@ def _cases_table(suite: SuiteOutcome) -> str:
     return '<table class="ab-cases">' + head + "".join(lines) + "</table>"
 
 
-def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool) -> str:
+def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool, then: bool = False) -> str:
+    """An arm's score (``then``: and the shipped run's, ``80 (90)``), and a DISQUALIFIED badge."""
     outcome = case.arms.get(arm)
     shown = shipgate.arm_cell(case, arm, dry_run, mark=False)  # the badge says it
+    if then and outcome is not None and outcome.baseline_score is not None and not dry_run:
+        shown += f" ({shipgate.points(outcome.baseline_score)})"
     if outcome is None or not outcome.disqualified:
         return shown
     return Html(f'{escape(shown)} <span class="badge FAIL" title="loses the case">DISQUALIFIED</span>')
@@ -86,12 +270,14 @@ def _gates_table(gates: tuple[GateResult, ...], cases: tuple[CaseOutcome, ...]) 
     return '<h3>Gates</h3><table class="gates">' + head + "".join(lines) + "</table>" + note
 
 
-def _case_details(case: CaseOutcome, suite: SuiteOutcome) -> str:
+def _case_details(run: RunResult, case: CaseOutcome, suite: SuiteOutcome, links: EvidenceLinks | None) -> str:
     opened = " open" if case.status != "PASS" or any(o.disqualified for o in case.arms.values()) else ""
     summary = (
         f"<summary>{escape(case.name)} {badge(case.status)} <span class='muted'>margin "
         f"{escape(shipgate.points(case.margin, sign=True))}, winner {escape(case.winner or '-')}</span></summary>"
     )
+    rows = {row.name: row for row in run.rows if row.file == suite.file}
+    attempts_run = suite.evidence_run or run.run_id
     body = []
     if case.error:
         body.append(f'<p class="gating">{escape(case.error)}</p>')
@@ -100,19 +286,31 @@ def _case_details(case: CaseOutcome, suite: SuiteOutcome) -> str:
         if outcome is None:
             continue
         axes = ", ".join(f"{axis} {shipgate.points(value)}" for axis, value in outcome.axes.items())
+        result = arm_result(case, arm)
+        ended = f' <span class="badge {result}">{result}</span>' if result else ""
         verdict = " — disqualified: loses the case" if outcome.disqualified else ""
         body.append(
-            f'<p class="arm"><b>{escape(arm)}</b>: {escape(shipgate.points(outcome.score))} points'
+            f'<p class="arm"><b>{escape(arm)}</b>{ended}: {escape(shipgate.points(outcome.score))} points'
             f"{' (' + escape(axes) + ')' if axes else ''}{escape(verdict)}</p>"
         )
         if outcome.findings:
             body.append("<ul class='findings'>" + "".join(f"<li>{escape(f)}</li>" for f in outcome.findings) + "</ul>")
+        row = rows.get(outcome.row)
+        if links is not None and row is not None:
+            for sample in row.samples:
+                if sample.attempt is None:
+                    continue
+                found = attempt_links(links, attempts_run, sample.attempt.evidence)
+                if found:
+                    body.append(f'<p class="evidence">sample {sample.index}: {"".join(found)}</p>')
     for judgment in case.judgments:
         labels = ", ".join(f"{label} = {arm}" for label, arm in sorted(judgment.labels.items()))
         said = judgment.rationale or judgment.error or "(no rationale given)"
+        found = _judge_links(links, run.run_id, judgment) if links is not None else []
         body.append(
             f'<p class="judgment">Judge on sample {judgment.sample} ({escape(labels)}): winner '
             f"{escape(judgment.winner or '-')}{' (the two orders disagreed)' if judgment.disagreement else ''}. "
             f'<span class="rationale">{escape(said)}</span></p>'
+            + (f'<p class="evidence">{"".join(found)}</p>' if found else "")
         )
     return f'<details class="case-detail"{opened}>{summary}' + "".join(body) + "</details>"

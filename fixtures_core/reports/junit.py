@@ -31,7 +31,15 @@ from collections.abc import Sequence
 
 from fixtures_core.records.rundoc import FixtureResult, RunResult
 from fixtures_core.reports.comparison import text_lines
-from fixtures_core.reports.describe import answer, failure, row_reason, sample_reason
+from fixtures_core.reports.describe import (
+    ArmResult,
+    answer,
+    arm_results,
+    baseline_context,
+    failure,
+    row_reason,
+    sample_reason,
+)
 from fixtures_core.results import RowResult
 from fixtures_core.text import excerpt
 
@@ -43,8 +51,9 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 def junit(run: RunResult) -> str:
     """The run as a JUnit XML document."""
     root = ET.Element("testsuites")
+    results = arm_results(run)
     for index, fixture in enumerate(run.fixtures):
-        root.append(_suite(run, fixture, index))
+        root.append(_suite(run, fixture, index, results))
     gates = _verdict_suite(run, len(run.fixtures))
     if gates is not None:
         root.append(gates)
@@ -59,9 +68,9 @@ def case_name(row: RowResult) -> str:
     return f"{row.name} [{arm}]" if arm not in (None, "") else row.name
 
 
-def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
+def _suite(run: RunResult, fixture: FixtureResult, index: int, results: dict[tuple[str, str], ArmResult]) -> ET.Element:
     package = _classname(fixture.file)
-    cases = [_case(row, package, run) for row in fixture.rows]
+    cases = [_case(row, package, run, results.get((row.file, row.name))) for row in fixture.rows]
     suite = _testsuite(fixture.file, package, index, run, cases, sum(_row_ms(r) for r in fixture.rows))
     properties = ET.SubElement(suite, "properties")
     for name, value in _suite_properties(run, fixture):
@@ -97,9 +106,14 @@ def _testsuite(
     )
 
 
-def _case(row: RowResult, classname: str, run: RunResult) -> ET.Element:
+def _case(row: RowResult, classname: str, run: RunResult, result: ArmResult | None = None) -> ET.Element:
     verdict = run.verdict
     case = ET.Element("testcase", {"name": case_name(row), "classname": classname, "time": _seconds(_row_ms(row))})
+    if row.status == "PASS" and result == "disqualified":
+        # Never a green pass: it lost its case. Not a failure either: the gates decide (``assay verdict``).
+        told = f"DISQUALIFIED: loses its case, whatever its score ({_findings(row, run)})"
+        ET.SubElement(case, "skipped", {"message": excerpt(_clean(told), _MESSAGE_CHARS)})
+        return case
     if row.status == "PASS":
         return case
     reason = excerpt(_clean(row_reason(row) or row.status), _MESSAGE_CHARS)
@@ -114,6 +128,16 @@ def _case(row: RowResult, classname: str, run: RunResult) -> ET.Element:
     element = ET.SubElement(case, tag, {"type": row.status, "message": reason})
     element.text = _clean(_details(row))
     return case
+
+
+def _findings(row: RowResult, run: RunResult) -> str:
+    """Why an arm row was disqualified: its findings in its suite's case."""
+    for suite in run.suites:
+        for case in suite.cases:
+            for outcome in case.arms.values():
+                if outcome.row == row.name and suite.file == row.file:
+                    return "; ".join(outcome.findings) or "the judge said so"
+    return "the judge said so"
 
 
 def _not_deciding(row: RowResult, run: RunResult) -> str:
@@ -164,20 +188,22 @@ def _verdict_suite(run: RunResult, index: int) -> ET.Element | None:
     for name, value in _verdict_properties(run):
         ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
     suite_element.extend(cases)
-    ET.SubElement(suite_element, "system-out").text = _clean(f"verdict: {answer(run)}\n")
+    told = [f"verdict: {answer(run)}", *baseline_context(run)]
+    ET.SubElement(suite_element, "system-out").text = _clean("\n".join(told) + "\n")
     ET.SubElement(suite_element, "system-err").text = ""
     return suite_element
 
 
 def _verdict_properties(run: RunResult) -> list[tuple[str, str]]:
-    """Both answers and the exit code, the same names in every testsuite."""
+    """Both answers and the exit code, the same names in every testsuite; the saved run compared with."""
     verdict = run.verdict
-    return [
+    found = [
         ("assay.run_id", run.run_id),
         ("assay.verdict", verdict.shown),
         ("assay.baseline", verdict.gate_word),
         ("assay.exit_code", str(verdict.exit_code)),
     ]
+    return found + [(f"assay.baseline_context.{index}", line) for index, line in enumerate(baseline_context(run))]
 
 
 def _suite_properties(run: RunResult, fixture: FixtureResult) -> list[tuple[str, str]]:

@@ -2,12 +2,14 @@
 
 One renderer for every place that shows a run as Markdown (the Prefect
 artifact, the CI step summary, ``report.md``). The answer comes first: the
-verdict and why, the failing rows with file:line and reason, each A/B suite's
-ship-gate verdict and failed gates, the comparison's answer. Then, collapsed
-in ``<details>``: the rows table, the metrics table with baselines, why each
-row failed (CEL, failing samples, output excerpts), suite pass@k figures, the
-A/B ship-gate reports and the comparison with a saved run; last the verdict
-line and where the run document is.
+verdict and why, what changed since the previous run of the suite, the
+baseline (its run id, label, start and commit) and the cost, the failing rows
+with file:line and every reason, each A/B suite's ship-gate verdict and
+failed gates with the cases that broke them, the comparison's answer with its
+numbers. Then, collapsed in ``<details>``: the rows table, the metrics table
+with baselines, why each row failed (CEL, failing samples, output excerpts),
+suite pass@k figures, the A/B ship-gate reports and the comparison with a
+saved run; last the verdict line and where the run document is.
 """
 
 from __future__ import annotations
@@ -15,21 +17,44 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from fixtures_core.analysis.gate_cases import breaking_cases
+from fixtures_core.analysis.shipgate import GateResult, SuiteOutcome
+from fixtures_core.analysis.trends import Since
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, shipgate
-from fixtures_core.reports.comparison import ComparisonLines, baseline_named, comparison_lines, text_lines
+from fixtures_core.reports.comparison import (
+    ComparisonLines,
+    baseline_named,
+    comparison_lines,
+    regressions,
+    text_lines,
+)
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
+from fixtures_core.reports.trends import since_lines, since_of_document
 from fixtures_core.text import counted
 
 _ANSWER_ROWS = 20  # failing rows named in the answer; the rest are in the collapsed details
 
 
-def render(run: RunResult, document: str | Path | None = None) -> str:
-    """The whole report of ``run`` as Markdown, the answer first (verdict, why, failing rows, gates,
-    the comparison's answer), then the details collapsed; ``document`` is the run document's path."""
+_LOOK_UP = object()  # ``render``'s ``since`` when not given: found beside the run document
+
+
+def render(run: RunResult, document: str | Path | None = None, since: Since | None | object = _LOOK_UP) -> str:
+    """The whole report of ``run`` as Markdown, the answer first (verdict, why, what changed since the
+    previous run, the baseline, failing rows, gates, the comparison's answer), then the details collapsed;
+    ``document`` is the run document's path. ``since`` defaults to the previous run of the suite in the
+    state folder holding ``document`` (the Prefect artifact and ``report.md`` name it)."""
+    if since is _LOOK_UP:
+        since = since_of_document(run, document) if document is not None else None
     label = f" [{run.label}]" if run.label else ""
     lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict.shown}**", ""]
     lines += [f"Verdict: {escape(describe.answer(run))}", ""]
+    if isinstance(since, Since):
+        told = since_lines(since)
+        lines += [f"**{escape(told[0])}**", "", *(f"- {escape(line)}" for line in told[1:]), ""]
+    facts = [*describe.baseline_context(run), *filter(None, [describe.cost_line(run)])]
+    if facts:
+        lines += [*(f"- {escape(fact)}" for fact in facts), ""]
     compared = comparison_lines(run.comparison) if run.comparison is not None else None
     lines += answer_lines(run, compared)
     lines += _details(f"Rows ({len(run.rows)})", rows_table(run))
@@ -73,21 +98,26 @@ def answer_lines(run: RunResult, compared: ComparisonLines | None = None) -> lis
         lines.append(f"- and {len(bad) - _ANSWER_ROWS} more rows failed or errored (see the details below)")
     for outcome in run.suites:
         failed = [gate for gate in outcome.gates if gate.status in ("fail", "error")]
-        gates = "; ".join(f"{gate.severity} gate {gate.name!r}: {shipgate.gate_outcome(gate)}" for gate in failed)
+        gates = "; ".join(_gate_told(gate, outcome) for gate in failed)
         lines.append(
             f"- A/B suite {code(outcome.file)}: **{shipgate.verdict_text(outcome)}**"
             + (f" ({escape(gates)})" if gates else "")
         )
     if run.comparison is not None and compared is not None:
-        regressed = [f.name for f in compared.figures if f.mark == "regressed"] + [
-            r.row for r in compared.rows if r.mark == "regressed"
-        ]
+        regressed = regressions(compared)
         told = compared.verdict or f"comparison failed: {compared.error}"
         lines.append(
             f"- {escape(told)} ({escape(baseline_named(run.comparison, run.options.get('baseline')))})"
             + (f": {escape(', '.join(regressed))}" if regressed else "")
         )
     return [*lines, ""] if lines else []
+
+
+def _gate_told(gate: GateResult, suite: SuiteOutcome) -> str:
+    """``hard gate 'x': FAILED, broken by F3, F5``."""
+    cases = breaking_cases(gate, suite)
+    told = f"{gate.severity} gate {gate.name!r}: {shipgate.gate_outcome(gate)}"
+    return told + (f", broken by {', '.join(cases)}" if cases else "")
 
 
 def _details(summary: str, body: list[str]) -> list[str]:

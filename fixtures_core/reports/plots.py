@@ -50,13 +50,25 @@ class Lane:
     bad_above: float | None = None  # values above this fail a threshold
     bad_below: float | None = None  # values below this fail a threshold
     anchor: str = ""  # id of the row's details in the page
-    saved: float | None = None  # the saved run's value of the metric for this row (``--baseline``)
+    saved: float | None = None  # the saved run's value of the metric for this row (``--baseline``, or shipped)
     regressed: bool = False  # it regressed against the saved run: the lane is marked
+    saved_name: str = "the saved run"
+    mark: str = ""  # a word before the label: ``DQ`` for a disqualified arm
 
 
-def lane(row: RowResult, name: str, metric: MetricSummary, anchor: str = "", saved: MetricDelta | None = None) -> Lane:
+def lane(
+    row: RowResult,
+    name: str,
+    metric: MetricSummary,
+    anchor: str = "",
+    saved: MetricDelta | None = None,
+    shipped: tuple[float, bool, str] | None = None,
+    mark: str = "",
+) -> Lane:
     """The lane of one row for one metric: its samples' values, aggregate, baseline and failing zones,
-    and the saved run's value and whether it regressed against it."""
+    and the saved run's value and whether it regressed against it (``saved``, from ``--baseline``; else
+    ``shipped``: an A/B arm's score in the shipped run, whether its drop broke a gate, and that run's name);
+    ``mark`` goes before the label (``DQ``)."""
     points = tuple(
         Point(s.index, float(v.value), _sample_outcome(s.status))
         for s in row.samples
@@ -82,8 +94,10 @@ def lane(row: RowResult, name: str, metric: MetricSummary, anchor: str = "", sav
         bad_above=above,
         bad_below=below,
         anchor=anchor,
-        saved=saved.baseline if saved is not None else None,
-        regressed=saved is not None and saved.regressed,
+        saved=saved.baseline if saved is not None else shipped[0] if shipped is not None else None,
+        regressed=saved.regressed if saved is not None else shipped is not None and shipped[1],
+        saved_name="the saved run" if saved is not None or shipped is None else shipped[2],
+        mark=mark,
     )
 
 
@@ -168,16 +182,15 @@ def _lane_svg(one: Lane, top: float, x: Scale, low: float, high: float, unit: st
             f'height="{_LANE_H - 4}" fill="{shade}" fill-opacity="0.12">'
             f"<title>fails below {_num(one.bad_below)} {escape(unit)}</title></rect>"
         )
-    label = one.label if len(one.label) <= 24 else one.label[:23] + "…"
-    mark = "! " if one.regressed else ""
-    colour = ' fill="#c62828" font-weight="bold"' if one.regressed else ""
-    text = (
-        f'<text x="{_LABEL_W - 8}" y="{mid + 4:.1f}" text-anchor="end" font-size="12"{colour}>'
-        f"{escape(mark + label)}</text>"
-    )
+    marked = ("! " if one.regressed else "") + (f"{one.mark} " if one.mark else "") + one.label
+    label = marked if len(marked) <= 26 else marked[:25] + "…"
+    colour = ' fill="#c62828" font-weight="bold"' if one.regressed or one.mark else ""
+    text = f'<text x="{_LABEL_W - 8}" y="{mid + 4:.1f}" text-anchor="end" font-size="12"{colour}>{escape(label)}</text>'
     if one.anchor:
         text = f'<a href="#{escape(one.anchor)}">{text}</a>'
-    told = f"{one.label}: regressed against the saved run" if one.regressed else one.label
+    told = f"{one.label}: regressed against {one.saved_name}" if one.regressed else one.label
+    if one.mark:
+        told += f" ({one.mark})"
     out.append(f"{text}<title>{escape(told)}</title>")
     out.append(f'<line x1="{_LABEL_W}" x2="{right}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="#e0e0e0" stroke-width="1"/>')
     if one.baseline is not None:
@@ -189,7 +202,7 @@ def _lane_svg(one: Lane, top: float, x: Scale, low: float, high: float, unit: st
         )
     if one.saved is not None:
         sx = x(one.saved)
-        what = "regressed against the saved run" if one.regressed else "the saved run"
+        what = f"regressed against {one.saved_name}" if one.regressed else one.saved_name
         width = 3 if one.regressed else 2
         out.append(
             f'<line class="saved{" regressed" if one.regressed else ""}" x1="{sx:.1f}" x2="{sx:.1f}" '
@@ -252,3 +265,136 @@ def bar(value: float | None, width: int = 120) -> str:
 
 def _num(value: float) -> str:
     return f"{value:.4g}"
+
+
+# --- across runs: status strips, sparklines, bars (``assay trends``) ---------------------------
+
+STATUS_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "ERR": "#8e24aa", "SKIP": "#9e9e9e"}
+FLAKY_COLOR = "#ef6c00"
+_CELL = 14
+_GAP = 3
+
+
+@dataclass(frozen=True)
+class StripCell:
+    """One run of a row: its status (None: it did not run), whether it was flaky, a tooltip."""
+
+    status: str | None
+    flaky: bool
+    title: str
+
+
+def status_strip(cells: Sequence[StripCell]) -> str:
+    """A row's statuses across runs as squares, oldest first: green PASS, red FAIL, purple ERR, grey
+    SKIP, an empty frame where it did not run; an orange bar under a run where it was flaky."""
+    width = max(1, len(cells)) * (_CELL + _GAP)
+    height = _CELL + 5
+    parts = [
+        f'<svg class="strip" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="status per run">'
+    ]
+    for index, cell in enumerate(cells):
+        x = index * (_CELL + _GAP)
+        title = f"<title>{escape(cell.title)}</title>"
+        if cell.status is None:
+            parts.append(
+                f'<rect class="absent" x="{x + 0.5}" y="0.5" width="{_CELL - 1}" height="{_CELL - 1}" rx="2" '
+                f'fill="none" stroke="#bdbdbd">{title}</rect>'
+            )
+            continue
+        colour = STATUS_COLORS.get(cell.status, "#9e9e9e")
+        parts.append(
+            f'<rect class="run {escape(cell.status)}" data-status="{escape(cell.status)}" x="{x}" y="0" '
+            f'width="{_CELL}" height="{_CELL}" rx="2" fill="{colour}">{title}</rect>'
+        )
+        if cell.flaky:
+            parts.append(
+                f'<rect class="flaky" x="{x}" y="{_CELL + 1}" width="{_CELL}" height="3" fill="{FLAKY_COLOR}">'
+                f"{title}</rect>"
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def sparkline(
+    values: Sequence[float | None],
+    titles: Sequence[str],
+    step: int | None = None,
+    levels: tuple[float, float] | None = None,
+    worse: bool | None = None,
+    width: int = 200,
+    height: int = 36,
+) -> str:
+    """A small line of a metric across runs (oldest first, one slot per run), a dot per value; with
+    ``step`` (the index of the first run after it) a dashed line where the level changed and each
+    part's median (``levels``) drawn flat, red when the change is ``worse``."""
+    present = [v for v in values if v is not None]
+    pad = 4.0
+    slots = max(1, len(values) - 1)
+    low, high = (min(present), max(present)) if present else (0.0, 1.0)
+    if levels is not None:
+        low, high = min(low, *levels), max(high, *levels)
+    # Small wiggles stay small: the range is at least a fifth of the values' size, centred on them.
+    least = 0.2 * max(abs(low), abs(high)) or 1.0
+    if high - low < least:
+        middle = (high + low) / 2
+        low, high = middle - least / 2, middle + least / 2
+    span = high - low
+
+    def x(index: float) -> float:
+        return pad + index / slots * (width - 2 * pad)
+
+    def y(value: float) -> float:
+        return height - pad - (value - low) / span * (height - 2 * pad)
+
+    parts = [
+        f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">'
+    ]
+    colour = "#c62828" if worse else "#1565c0"
+    if step is not None and levels is not None:
+        sx = x(step - 0.5)
+        parts.append(
+            f'<line class="step" x1="{sx:.1f}" x2="{sx:.1f}" y1="0" y2="{height}" stroke="{colour}" '
+            f'stroke-width="1.5" stroke-dasharray="3 2"><title>the level changed here</title></line>'
+        )
+        parts.append(
+            f'<line class="level" x1="{x(0):.1f}" x2="{sx:.1f}" y1="{y(levels[0]):.1f}" y2="{y(levels[0]):.1f}" '
+            f'stroke="{colour}" stroke-opacity="0.35" stroke-width="3"/>'
+            f'<line class="level" x1="{sx:.1f}" x2="{x(len(values) - 1):.1f}" y1="{y(levels[1]):.1f}" '
+            f'y2="{y(levels[1]):.1f}" stroke="{colour}" stroke-opacity="0.35" stroke-width="3"/>'
+        )
+    points = [(x(i), y(v)) for i, v in enumerate(values) if v is not None]
+    if len(points) > 1:
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="#616161" stroke-width="1.2"/>')
+    for index, value in enumerate(values):
+        if value is None:
+            continue
+        parts.append(
+            f'<circle class="value" cx="{x(index):.1f}" cy="{y(value):.1f}" r="2.6" fill="#424242">'
+            f"<title>{escape(titles[index])}</title></circle>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def column_bars(values: Sequence[float | None], titles: Sequence[str], width: int = 600, height: int = 80) -> str:
+    """Vertical bars, one per run (oldest first), their height the value (cost per run)."""
+    present = [v for v in values if v is not None]
+    high = max(present) if present and max(present) > 0 else 1.0
+    slot = width / max(1, len(values))
+    parts = [
+        f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">'
+    ]
+    for index, value in enumerate(values):
+        if value is None:
+            continue
+        tall = max(1.0, value / high * (height - 4))
+        parts.append(
+            f'<rect class="bar" x="{index * slot + 2:.1f}" y="{height - tall:.1f}" width="{slot - 4:.1f}" '
+            f'height="{tall:.1f}" fill="#5c6bc0"><title>{escape(titles[index])}</title></rect>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
+from fixtures_core.reports.comparison import baseline_facts
 from fixtures_core.reports.markdown_text import code, escape, table_row
 from fixtures_core.results import Status
 from fixtures_core.text import visible
@@ -73,6 +74,8 @@ def summary_lines(suite: SuiteOutcome) -> list[str]:
         pairs.append(("Suite average margin:", points(suite.margin, sign=True)))
     pairs.append(("Hard-floor violations:", str(suite.hard_floor_violations)))
     pairs.append((f"Regression vs {suite.baseline or 'shipped'}:", regression_text(suite)))  # its own name and id
+    if suite.baseline_facts is not None:
+        pairs.append(("Compared with:", baseline_facts(suite.baseline_facts)))
     width = max(len(label) for label, _value in pairs)
     return [f"{label.ljust(width)} {value}" for label, value in pairs]
 
@@ -86,13 +89,16 @@ def regression_text(suite: SuiteOutcome) -> str:
     text = f"suite margin {points(suite.margin, sign=True)} vs {points(suite.baseline_margin, sign=True)} "
     text += f"({points(suite.margin - suite.baseline_margin, sign=True)})"
     drops = [
-        (case.margin - case.baseline_margin, case.name)
+        (case.margin - case.baseline_margin, case.name, case.baseline_margin, case.margin)
         for case in suite.cases
         if case.margin is not None and case.baseline_margin is not None
     ]
     if drops and min(drops)[0] < 0:
-        worst_drop, name = min(drops)
-        text += f"; largest drop: {name} {points(worst_drop, sign=True)}"
+        worst_drop, name, then, now = min(drops)
+        text += (
+            f"; largest drop: {name} margin {points(then, sign=True)} -> {points(now, sign=True)} "
+            f"({points(worst_drop, sign=True)})"
+        )
     return text
 
 

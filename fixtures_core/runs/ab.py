@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from fixtures_core.analysis.baseline import RunFacts
 from fixtures_core.analysis.shipgate import (
     JudgeRecord,
     SuiteOutcome,
@@ -23,6 +24,7 @@ from fixtures_core.execution.judge import JudgeSettings, command_provenance, rub
 from fixtures_core.execution.judging import SuiteJudging, judge_suite, new_seed, suites_of
 from fixtures_core.files import write_text_atomic
 from fixtures_core.records.rundoc import RunResult
+from fixtures_core.records.shareable import shareable_suite
 from fixtures_core.reports import markdown
 from fixtures_core.results import RowResult, Status, worst
 from fixtures_core.spec import RowSpec
@@ -102,8 +104,10 @@ def suite_outcomes(
         previous = next((s for s in baseline[1].suites if s.file == identity), None) if baseline else None
         name = baseline[0] if baseline is not None and previous is not None else None
         outcome = suite_outcome(suite, judged.specs, finished, judging, previous, name, dry_run)
-        outcome = replace(outcome, arm_models=dict(judged.models.get(suite.file, {})))
-        outcomes.append(rubric_comparability(_with_record(outcome, judging, rejudged, evidence_run), previous))
+        facts = RunFacts.of(baseline[1]) if baseline is not None and previous is not None else None
+        outcome = replace(outcome, arm_models=dict(judged.models.get(suite.file, {})), baseline_facts=facts)
+        outcome = rubric_comparability(_with_record(outcome, judging, rejudged, evidence_run), previous)
+        outcomes.append(shareable_suite(outcome))  # a judge's rationale cut as run.json cuts evidence
     return tuple(outcomes)
 
 

@@ -66,8 +66,13 @@ def expected(name: str) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
-    """night1 (blessed as shipped), its re-judge, night2 against it, and a dry run: computed once per
-    session by whichever test worker asks first (another waits for it, then reads the same files)."""
+    """night1 (blessed as shipped), its re-judge, night2 against it, and a dry run."""
+    return shared_runs(tmp_path_factory)
+
+
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
+    """The corpus' nights, computed once per session by whichever test worker asks first (another waits
+    for it, then reads the same files); other modules read them too (the A/B page's screenshot)."""
     base = tmp_path_factory.getbasetemp()
     # Under xdist each worker has its own base below the session's; without it the base is the session's own.
     shared = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "devlyn-corpus"

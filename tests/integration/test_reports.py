@@ -130,14 +130,18 @@ def test_report_and_show_read_a_saved_run_and_say_the_same(tmp_path: Path) -> No
 
     again = tmp_path / "again"
     made = run_cli(
-        ["report", "latest", "--out", state, "--junit", str(again / "r.xml"), "--html", str(again / "r.html"),
+        ["report", "latest", "--out", state, "--junit", str(again / "r.xml"), "--html", str(tmp_path / "r.html"),
          "--frame", str(again / "f.parquet")],
         tmp_path,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
-    assert made.stdout.splitlines() == [f"wrote {again / n}" for n in ("r.html", "r.xml", "f.parquet")]
+    assert made.stdout.splitlines() == [
+        f"wrote {p}" for p in (tmp_path / "r.html", again / "r.xml", again / "f.parquet")
+    ]
     assert (again / "r.xml").read_text() == junit.read_text()
-    assert (again / "r.html").read_text() == page.read_text()
+    # The same bytes as the run wrote, for a page in the same folder (its links to the evidence are relative).
+    assert (tmp_path / "r.html").read_text() == page.read_text()
+    assert 'href="state/runs/' in page.read_text()  # the rows' raw output, one click away
     assert len(pd.read_parquet(again / "f.parquet")) == 20
 
 

@@ -138,12 +138,37 @@ def test_true_assertion_passes() -> None:
     assert sample.assertions is not None and sample.assertions.status == "pass"
 
 
-def test_false_assertion_fails_without_an_error() -> None:
+def test_false_assertion_fails_without_an_error_and_says_what_was_seen() -> None:
     sample = check(make_row(cel='json.state == "completed"'), ran('{"state": "failed"}'))
-    assert sample.status == "FAIL"
+    assert (sample.status, sample.error) == ("FAIL", None)  # a false check, not an error
     assert sample.assertions is not None
     assert sample.assertions.status == "fail"
-    assert sample.assertions.error is None
+    assert sample.assertions.error == 'json.state was "failed"'  # the literal side is in the expression
+    assert describe.sample_reason(sample) == 'CEL assertion false (json.state was "failed")'
+
+
+def test_a_false_comparison_of_two_values_reports_both_sides() -> None:
+    sample = check(make_row(cel="json.used <= json.budget.tokens"), ran('{"used": 1200, "budget": {"tokens": 1000}}'))
+    assert sample.assertions is not None
+    assert sample.assertions.error == "json.used was 1200, json.budget.tokens was 1000"
+
+
+def test_the_reasoning_effort_clause_names_the_value_it_saw() -> None:
+    cel = 'exitCode == 0 && json.controls.reasoningEffort.observed.value == "low"'
+    seen = '{"controls": {"reasoningEffort": {"observed": {"value": "medium"}}}}'
+    sample = check(make_row(cel=cel), ran(seen))
+    assert sample.assertions is not None
+    assert sample.assertions.error == (
+        'clause 2 of 2 is false: json.controls.reasoningEffort.observed.value == "low"; '
+        'json.controls.reasoningEffort.observed.value was "medium"'
+    )
+
+
+def test_a_false_expression_that_is_no_comparison_says_nothing_more() -> None:
+    for cel, out in (("json.ok", '{"ok": false}'), ("!json.ok", '{"ok": true}'), ('"a" in json.tags', '{"tags": []}')):
+        sample = check(make_row(cel=cel), ran(out))
+        assert sample.assertions is not None and sample.status == "FAIL"
+        assert sample.assertions.error == ("json.tags was []" if " in " in cel else None), cel
     assert sample.error is None
 
 
@@ -152,8 +177,10 @@ def test_a_false_conjunction_names_its_first_false_clause() -> None:
     sample = check(make_row(cel=cel), ran('{"state": "failed", "n": 1}'))
     assert (sample.status, sample.error) == ("FAIL", None)
     assert sample.assertions is not None
-    assert sample.assertions.error == 'clause 2 of 3 is false: json.state == "completed"'
-    assert describe.sample_reason(sample) == ('CEL assertion false (clause 2 of 3 is false: json.state == "completed")')
+    assert sample.assertions.error == 'clause 2 of 3 is false: json.state == "completed"; json.state was "failed"'
+    assert describe.sample_reason(sample) == (
+        'CEL assertion false (clause 2 of 3 is false: json.state == "completed"; json.state was "failed")'
+    )
 
 
 def test_clauses_are_checked_in_order_so_a_guard_protects_the_next() -> None:

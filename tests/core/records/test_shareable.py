@@ -98,3 +98,19 @@ def test_run_json_keeps_no_verify_output_of_a_passing_attempt(example_run: Examp
     evidence = example_run.state / "runs" / example_run.run.run_id / verified[0]["attempt"]["evidence"]
     kept = json.loads((evidence / "verify.json").read_text())
     assert any(v["output"] for v in kept), "the evidence keeps what the commands printed"
+
+
+def test_a_judges_rationale_is_cut_and_says_where_the_whole_text_is(example_run: ExampleRun) -> None:
+    from fixtures_core.records.shareable import RATIONALE_CHARS, shareable_judgment
+
+    (suite,) = example_run.run.suites
+    judgment = suite.cases[0].judgments[0]
+    long = replace(judgment, rationale="why " * 5000)  # 20,000 characters, as a real judge wrote once
+    cut = shareable_judgment(long)
+    assert cut.rationale is not None and len(cut.rationale) < RATIONALE_CHARS + 200
+    assert cut.rationale.startswith("why why")
+    assert cut.rationale.endswith(
+        f"… [cut at {RATIONALE_CHARS:,} of 20,000 characters; the whole text is in {judgment.evidence}/judgment.json]"
+    )
+    assert shareable_judgment(cut) == cut  # loading a run document again cuts nothing more
+    assert shareable_judgment(judgment) == judgment  # a short one stays whole

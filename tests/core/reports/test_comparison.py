@@ -78,10 +78,11 @@ def test_text_lines_mark_every_line(eventful: RunResult) -> None:
     lines = text_lines(comparison_of(eventful))
 
     assert lines[0] == "Baseline comparison (tolerance 0.000)"
-    assert lines[1].split() == ["METRIC", "BASELINE", "CURRENT", "DELTA", "p"]
+    assert lines[1].startswith("baseline: run ")  # the saved run by id, label, start and commit
+    assert lines[2].split() == ["METRIC", "BASELINE", "CURRENT", "DELTA"]  # no p column: run.json keeps it
     assert any(line.startswith("! pass rate ") for line in lines)
     assert "· still failing, as in the baseline (not a regression): API low, API flaky" in lines
-    assert "! CLI high  PASS -> FAIL  p=1.000" in lines
+    assert "! CLI high  PASS -> FAIL" in lines
     assert "· API high  (absent) -> PASS" in lines
     assert "· API old  PASS -> (absent)" in lines
     assert lines[-1] == "Regression against baseline"

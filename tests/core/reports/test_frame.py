@@ -20,7 +20,7 @@ def test_one_line_per_sample_and_a_column_per_metric(matrix_run: RunResult) -> N
     frame = sample_frame(matrix_run)
     properties = [c for c in frame.columns if c.startswith("prop.")]
     assert list(frame.columns) == [
-        "run_id", "file", "row", "case", "arm", "sample", "status", "reason", "duration_ms", "exit_code",
+        "run_id", "file", "row", "case", "arm", "outcome", "sample", "status", "reason", "duration_ms", "exit_code",
         *properties, "metric.reasoning_tokens", "metric.duration_ms", "metric.cost_usd",
     ]  # fmt: skip
     assert {"prop.selector", "prop.prompt"} <= set(properties)
@@ -77,3 +77,13 @@ def test_parquet_without_pyarrow_says_what_to_install() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert "Parquet needs pyarrow, which is not installed (pip install 'assay[parquet]'), or write .csv" in done.stdout
+
+
+def test_an_arm_row_says_how_it_ended_its_case(ab_run: RunResult) -> None:
+    frame = sample_frame(ab_run).set_index("row")
+    # The example's hasty arm swallows an error in config-comments: disqualified, whatever its PASS.
+    assert frame.loc["config-comments/hasty", "status"] == "PASS"
+    assert frame.loc["config-comments/hasty", "outcome"] == "disqualified"
+    assert frame.loc["config-comments/careful", "outcome"] == "won"
+    assert frame.loc["loud-flag/hasty", "outcome"] == "lost"
+    assert set(frame.loc[["docstring/careful", "docstring/hasty"], "outcome"]) == {"tie"}

@@ -97,3 +97,13 @@ def test_a_testcase_takes_its_rows_wall_time_not_the_sum_of_its_samples(matrix_r
     fixture = replace(matrix_run.fixtures[0], rows=(old,))
     (case,) = ET.fromstring(junit(replace(matrix_run, fixtures=(fixture,)))).iter("testcase")
     assert case.get("time") == f"{sum(s.duration_ms for s in old.samples) / 1000:.3f}"
+
+
+def test_a_disqualified_arm_is_never_a_green_pass(ab_run: RunResult, schema: xmlschema.XMLSchema) -> None:
+    document = junit(ab_run)
+    schema.validate(document)
+    cases = {c.get("name"): c for c in ET.fromstring(document).iter("testcase")}
+    skipped = cases["config-comments/hasty [hasty]"].find("skipped")
+    assert skipped is not None  # its own checks passed; it lost its case: not a pass, and not the verdict's failure
+    assert (skipped.get("message") or "").startswith("DISQUALIFIED: loses its case, whatever its score (disqualifier: ")
+    assert list(cases["loud-flag/hasty [hasty]"]) == []  # it lost on points: a plain pass of its own checks

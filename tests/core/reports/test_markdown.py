@@ -132,6 +132,45 @@ def test_a_failed_ship_gate_is_in_the_answer(ab_run: RunResult) -> None:
     answer = markdown.render(ab_run).split("<details>", 1)[0]
     assert (
         "- A/B suite `" in answer
-        and "**SHIP-GATE VERDICT: FAIL** (hard gate 'careful wins every gated case by 5 points or more': FAILED)"
+        and "**SHIP-GATE VERDICT: FAIL** (hard gate 'careful wins every gated case by 5 points or more': FAILED, "
+        "broken by loud-flag, config-comments)"
+        in answer  # docstring is a known limit the gate leaves out
+    )
+
+
+def test_since_the_previous_run_and_the_baseline_lead_the_summary(matrix_run: RunResult, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from fixtures_core.analysis.baseline import compare
+    from fixtures_core.analysis.trends import since_previous
+    from fixtures_core.reports.html import Context, html
+
+    # The night before, 'CLI high' passed and 'API low' failed too; today it fails and 'API low' still does.
+    rows = {row.name: row for row in matrix_run.rows}
+    before = replace(
+        matrix_run,
+        run_id="20261201T020000.000000Z-abc1234-main",
+        label="nightly",
+        fixtures=(replace(matrix_run.fixtures[0], rows=(rows["API high"], replace(rows["CLI high"], status="PASS"),
+                                                       rows["API low"], rows["API flaky"])),),
+    )  # fmt: skip
+    since = since_previous(before, matrix_run)
+    compared = replace(matrix_run, comparison=compare(before, matrix_run, 0.0, "state/baselines/shipped.json"))
+
+    text = markdown.render(compared, since=since)
+    answer = text.split("<details>", 1)[0]
+    assert (
+        "**since the previous run: 1 new failure, 0 fixed, 2 still failing, cost +0% (0.6992 -\\> 0.6992 usd)**"
         in answer
     )
+    assert "- new failures: 'CLI high'" in answer
+    assert "- previous run: 20261201T020000.000000Z-abc1234-main (label 'nightly', started " in answer
+    assert f"- baseline state/baselines/shipped.json: run {before.run_id}, label 'nightly', started " in answer
+    assert "- cost: " in answer and "usd (cost\\_usd over 20 samples)" in answer  # Markdown-escaped
+    # the regression with its numbers, never a bare name
+    assert "Regression against baseline (state/baselines/shipped.json (run 20261201" in answer
+    assert "pass rate 0.500 -\\> 0.250 (-0.250), CLI high PASS -\\> FAIL" in answer
+
+    page = html(compared, Context(since=since))
+    assert '<div id="since" class="since"><p><b>since the previous run: 1 new failure, 0 fixed' in page
+    assert f"baseline state/baselines/shipped.json: run {before.run_id}, label &#x27;nightly&#x27;" in page

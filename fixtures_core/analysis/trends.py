@@ -1,0 +1,345 @@
+"""What changed across a suite's runs: status strips, flips, flaky streaks, metric steps, cost.
+
+Pure functions over saved runs (``records.history`` reads them from disk),
+oldest first. Rows are matched across runs as the baseline gate matches them:
+by fixture file and row name.
+
+Rules (README, "Trends: what changed since last night"):
+
+* **A flip** is a row whose status in the newest run differs from its
+  status in the run before it (a row new in the newest run is no flip).
+* **Flaky in a run**: some but not all of the row's samples passed in it
+  (``Stochastic.row_class == "flaky"``), whatever its status. A row is
+  reported "flaky in F of the last N runs", N the runs it ran in.
+* **A metric's step** (the change-point rule): the series is the row's
+  aggregate of the metric in each run it has one. Every split into an
+  earlier part and a later part of at least ``MIN_SIDE`` runs each is tried;
+  the one whose two parts sit closest to their own medians (the least sum of
+  absolute deviations) is the candidate. It is a step when the two medians
+  differ by more than ``STEP_FRACTION`` of the earlier median and by more
+  than ``STEP_NOISE`` times the noise (the larger of the two parts' mean
+  absolute deviations from their medians: a series that alternates between
+  two values is noise, not a step). One step per series at most: the best
+  split.
+* **Cost**: a run's cost is the sum of every sample's value of each metric
+  whose name contains ``cost`` (``cost_usd``), per metric.
+* **Since the previous run**: new failures are rows FAIL or ERR now that
+  were not in the previous run (they passed, were skipped, or did not
+  exist); fixed rows failed then and pass now.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fixtures_core.results import RowResult, Status
+
+if TYPE_CHECKING:  # rundoc's RunResult is what trends read; records come after analysis
+    from fixtures_core.records.rundoc import RunResult
+
+
+MIN_SIDE = 2  # runs on each side of a step
+STEP_FRACTION = 0.10  # the medians must differ by more than this share of the earlier one
+STEP_NOISE = 3.0  # ... and by more than this many times the larger mean absolute deviation from a median
+_FAILING: tuple[Status, ...] = ("FAIL", "ERR")
+
+RowKey = tuple[str, str]  # (fixture file, row name)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One cost metric summed over a run's samples: ``total`` in ``unit`` over ``samples`` values."""
+
+    metric: str
+    unit: str
+    total: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run as a trend shows it: its id, label, start, commit, verdict and cost."""
+
+    run_id: str
+    label: str | None
+    started_at: str
+    commit: str | None
+    verdict: str
+    costs: tuple[Cost, ...] = ()
+
+    @property
+    def cost(self) -> Cost | None:
+        """The run's first cost metric (by name), or None without one."""
+        return self.costs[0] if self.costs else None
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a metric's series changed level: the first run of the later part, and the medians.
+
+    index:   position of the first run after the step in the series' runs (oldest first).
+    before:  median of the earlier part; after: median of the later part.
+    change:  ``(after - before) / |before|`` (None when ``before`` is 0).
+    noise:   the larger of the two parts' mean absolute deviations from their medians.
+    """
+
+    index: int
+    before: float
+    after: float
+    change: float | None
+    noise: float
+
+
+@dataclass(frozen=True)
+class MetricTrend:
+    """One metric of one row across the runs: its aggregate per run (None where it has none)."""
+
+    name: str
+    unit: str
+    direction: str
+    values: tuple[float | None, ...]
+    step: Step | None = None
+
+    @property
+    def worse(self) -> bool | None:
+        """The step went the wrong way for the metric's direction (None: no step, or no direction)."""
+        if self.step is None or self.direction not in ("lower", "higher"):
+            return None
+        up = self.step.after > self.step.before
+        return up if self.direction == "lower" else not up
+
+
+@dataclass(frozen=True)
+class RowTrend:
+    """One row across the runs.
+
+    statuses: the row's status in each run (None: it did not run there).
+    flaky:    per run, whether some but not all of its samples passed.
+    flip:     (before, after) when its status changed between the last two runs it could be compared in.
+    flips:    how many times its status changed between consecutive runs it ran in.
+    """
+
+    file: str
+    name: str
+    statuses: tuple[Status | None, ...]
+    flaky: tuple[bool, ...]
+    flip: tuple[Status, Status] | None
+    flips: int
+    metrics: tuple[MetricTrend, ...] = ()
+
+    @property
+    def ran(self) -> int:
+        return sum(status is not None for status in self.statuses)
+
+    @property
+    def flaky_runs(self) -> int:
+        return sum(self.flaky)
+
+    @property
+    def latest(self) -> Status | None:
+        return self.statuses[-1] if self.statuses else None
+
+    @property
+    def steps(self) -> tuple[MetricTrend, ...]:
+        return tuple(m for m in self.metrics if m.step is not None)
+
+
+@dataclass(frozen=True)
+class Trends:
+    """A suite's last runs (oldest first) and its rows: flipped rows first, then flaky, then by name."""
+
+    runs: tuple[RunPoint, ...]
+    rows: tuple[RowTrend, ...]
+
+    @property
+    def flipped(self) -> tuple[RowTrend, ...]:
+        return tuple(row for row in self.rows if row.flip is not None)
+
+    @property
+    def flaky(self) -> tuple[RowTrend, ...]:
+        """Rows flaky in two runs or more of the window."""
+        return tuple(row for row in self.rows if row.flaky_runs >= 2)
+
+    @property
+    def stepped(self) -> tuple[RowTrend, ...]:
+        return tuple(row for row in self.rows if row.steps)
+
+    def total_cost(self) -> tuple[Cost, ...]:
+        """Each cost metric summed over every run of the window."""
+        totals: dict[tuple[str, str], tuple[float, int]] = {}
+        for run in self.runs:
+            for cost in run.costs:
+                total, samples = totals.get((cost.metric, cost.unit), (0.0, 0))
+                totals[(cost.metric, cost.unit)] = (total + cost.total, samples + cost.samples)
+        return tuple(Cost(metric, unit, total, samples) for (metric, unit), (total, samples) in totals.items())
+
+
+@dataclass(frozen=True)
+class Since:
+    """The current run against the previous run of its suite.
+
+    new_failures: rows FAIL or ERR now that were not before (passed, skipped or absent).
+    fixed:        rows that failed before and pass now.
+    still_failing: rows that failed before and fail now.
+    cost_before, cost_after: the first cost metric's totals (None when a side has none).
+    """
+
+    previous: RunPoint
+    new_failures: tuple[str, ...]
+    fixed: tuple[str, ...]
+    still_failing: tuple[str, ...]
+    cost_before: Cost | None = None
+    cost_after: Cost | None = None
+
+    @property
+    def cost_change(self) -> float | None:
+        """``(after - before) / |before|`` of the first cost metric present on both sides (None otherwise)."""
+        before, after = self.cost_before, self.cost_after
+        if before is None or after is None or before.metric != after.metric or before.total == 0:
+            return None
+        return (after.total - before.total) / abs(before.total)
+
+
+# --- runs ------------------------------------------------------------------------------
+
+
+def run_costs(run: RunResult) -> tuple[Cost, ...]:
+    """Every cost metric of the run (a name containing ``cost``), summed over its samples, by name."""
+    totals: dict[str, tuple[str, float, int]] = {}
+    for row in run.rows:
+        for name, summary in row.metrics.items():
+            if "cost" not in name.lower():
+                continue
+            unit, total, samples = totals.get(name, (summary.unit, 0.0, 0))
+            totals[name] = (unit, total + math.fsum(summary.values), samples + len(summary.values))
+    return tuple(Cost(name, unit, total, samples) for name, (unit, total, samples) in sorted(totals.items()))
+
+
+def run_point(run: RunResult) -> RunPoint:
+    """The run as trends show it."""
+    git = run.environment.get("git")
+    commit = git.get("commit") if isinstance(git, Mapping) else None
+    return RunPoint(
+        run_id=run.run_id,
+        label=run.label,
+        started_at=run.started_at,
+        commit=str(commit) if commit else None,
+        verdict=run.verdict.shown,
+        costs=run_costs(run),
+    )
+
+
+def _key(row: RowResult) -> RowKey:
+    return (row.file, row.name)
+
+
+def _failing(row: RowResult | None) -> bool:
+    return row is not None and row.status in _FAILING
+
+
+# --- since the previous run ---------------------------------------------------------------
+
+
+def since_previous(previous: RunResult, current: RunResult) -> Since:
+    """What changed from ``previous`` to ``current`` (module docstring)."""
+    before = {_key(row): row for row in previous.rows}
+    new: list[str] = []
+    fixed: list[str] = []
+    still: list[str] = []
+    for row in current.rows:
+        then = before.get(_key(row))
+        if _failing(row):
+            (still if _failing(then) else new).append(row.name)
+        elif row.status == "PASS" and _failing(then):
+            fixed.append(row.name)
+    previous_point, current_point = run_point(previous), run_point(current)
+    after = current_point.cost
+    before_cost = next((c for c in previous_point.costs if after is not None and c.metric == after.metric), None)
+    return Since(
+        previous=previous_point,
+        new_failures=tuple(new),
+        fixed=tuple(fixed),
+        still_failing=tuple(still),
+        cost_before=before_cost if after is not None else previous_point.cost,
+        cost_after=after,
+    )
+
+
+# --- across runs --------------------------------------------------------------------------
+
+
+def trends(runs: Sequence[RunResult]) -> Trends:
+    """The trends of ``runs`` (oldest first): every row any of them ran, flipped rows first."""
+    keys: dict[RowKey, None] = {}
+    indexed = []
+    for run in runs:
+        rows = {_key(row): row for row in run.rows}
+        indexed.append(rows)
+        keys.update(dict.fromkeys(rows))
+    found = [_row_trend(key, [rows.get(key) for rows in indexed]) for key in keys]
+    order = {key: index for index, key in enumerate(keys)}
+
+    def rank(trend: RowTrend) -> tuple[int, int, int, int]:
+        failing_now = trend.latest in _FAILING
+        return (
+            0 if trend.flip is not None else 1,
+            0 if failing_now else 1,
+            -trend.flaky_runs,
+            order[(trend.file, trend.name)],
+        )
+
+    return Trends(tuple(run_point(run) for run in runs), tuple(sorted(found, key=rank)))
+
+
+def _row_trend(key: RowKey, rows: Sequence[RowResult | None]) -> RowTrend:
+    statuses = tuple(row.status if row is not None else None for row in rows)
+    flaky = tuple(
+        row is not None and row.stochastic is not None and row.stochastic.row_class == "flaky" for row in rows
+    )
+    ran = [status for status in statuses if status is not None]
+    flips = sum(1 for a, b in zip(ran, ran[1:], strict=False) if a != b)
+    flip = None
+    if len(statuses) >= 2 and statuses[-1] is not None and statuses[-2] is not None and statuses[-1] != statuses[-2]:
+        flip = (statuses[-2], statuses[-1])
+    names = list(dict.fromkeys(name for row in rows if row is not None for name in row.metrics))
+    metrics = []
+    for name in names:
+        summaries = [row.metrics.get(name) if row is not None else None for row in rows]
+        first = next(s for s in summaries if s is not None)
+        values = tuple(s.value if s is not None else None for s in summaries)
+        metrics.append(MetricTrend(name, first.unit, first.direction, values, find_step(values)))
+    return RowTrend(key[0], key[1], statuses, flaky, flip, flips, tuple(metrics))
+
+
+def find_step(values: Sequence[float | None]) -> Step | None:
+    """The step of a series under the change-point rule (module docstring); None values are left out,
+    and ``Step.index`` counts positions in ``values``."""
+    present = [(index, value) for index, value in enumerate(values) if value is not None and math.isfinite(value)]
+    series = [value for _index, value in present]
+    if len(series) < 2 * MIN_SIDE:
+        return None
+    best: tuple[float, int] | None = None
+    for split in range(MIN_SIDE, len(series) - MIN_SIDE + 1):
+        cost = _spread(series[:split]) + _spread(series[split:])
+        if best is None or cost < best[0] - 1e-12:  # the earliest of equally good splits
+            best = (cost, split)
+    assert best is not None
+    split = best[1]
+    earlier, later = series[:split], series[split:]
+    before, after = statistics.median(earlier), statistics.median(later)
+    noise = max(_spread(earlier) / len(earlier), _spread(later) / len(later))
+    difference = abs(after - before)
+    if difference <= STEP_FRACTION * abs(before) or difference <= STEP_NOISE * noise:
+        return None
+    change = (after - before) / abs(before) if before else None
+    return Step(present[split][0], before, after, change, noise)
+
+
+def _spread(values: Sequence[float]) -> float:
+    """The sum of absolute deviations from the median (the cost of one flat part)."""
+    middle = statistics.median(values)
+    return math.fsum(abs(value - middle) for value in values)

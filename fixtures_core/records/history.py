@@ -1,0 +1,158 @@
+"""A suite's saved runs, read back from the state folder for trends and "since the previous run".
+
+A run's **suite** is its label when it has one, else the set of fixture files
+it ran (as the Prefect artifacts key a run). ``assay trends SUITE`` selects
+runs by a label or by one fixture file they ran; without SUITE, the newest
+run's suite. The **previous run** of a run is the newest run that started
+before it in the same state folder with the same suite. Runs are never
+skipped without a word: an incomplete or unreadable run folder among the
+selected ones is named in ``History.notes``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fixtures_core.errors import BaselineError
+from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
+from fixtures_core.parsing.parser import fixture_identity
+from fixtures_core.records.rundoc import SCHEMA, RunResult, from_document
+from fixtures_core.records.store import Store
+
+DEFAULT_LAST = 14
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What selects a suite's runs: a label, or fixture files (a run matches when it ran ``file``, or
+    exactly ``files``)."""
+
+    label: str | None = None
+    file: str | None = None
+    files: frozenset[str] = frozenset()
+
+    def matches(self, label: object, files: Sequence[str]) -> bool:
+        """Whether a run with this label and these fixture files belongs to the suite."""
+        if self.label is not None and label == self.label:
+            return True
+        if self.file is not None:
+            return self.file in files
+        return self.label is None and not label and frozenset(files) == self.files
+
+    @property
+    def shown(self) -> str:
+        """The suite in words: ``label 'nightly'``, a fixture file, or the files."""
+        if self.file is not None:
+            return self.file if self.label in (None, self.file) else f"{self.label} (label or fixture file)"
+        if self.label is not None:
+            return f"label {self.label!r}"
+        return ", ".join(sorted(self.files))
+
+
+def suite_of(run: RunResult) -> Suite:
+    """The suite a run belongs to: its label, else its fixture files."""
+    if run.label:
+        return Suite(label=run.label)
+    return Suite(files=frozenset(fixture.file for fixture in run.fixtures))
+
+
+@dataclass(frozen=True)
+class History:
+    """Runs of one suite, oldest first, and what was found beside them that could not be read."""
+
+    suite: Suite
+    runs: tuple[RunResult, ...]
+    notes: tuple[str, ...] = ()
+
+
+def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LAST) -> History:
+    """The last ``last`` runs of a suite under ``store``, oldest first; ``selector`` is a label or a
+    fixture file (None: the newest run's suite). BaselineError when no run matches."""
+    suite: Suite | None = _selector(selector) if selector is not None else None
+    found: list[RunResult] = []
+    notes: list[str] = []
+    for path in store.runs():  # newest first
+        if len(found) >= last:
+            break
+        run_id = path.parent.name
+        if not path.exists():
+            notes.append(f"{run_id}: incomplete (no run.json)")
+            continue
+        try:
+            document = _document(path)
+        except BaselineError as exc:
+            notes.append(f"{run_id}: unreadable ({exc.reason})")
+            continue
+        label, files = _identity(document)
+        if suite is None:
+            suite = Suite(label=str(label)) if label else Suite(files=frozenset(files))
+        if suite.matches(label, files):
+            found.append(_decoded(path, document))
+    if suite is None or not found:
+        where = f"under {store.root}/runs"
+        raise BaselineError(selector or str(store.root), f"no saved run of this suite {where}" if selector else where)
+    oldest = found[-1].run_id
+    kept = [note for note in notes if note.split(":", 1)[0] >= oldest]  # only those among the window's runs
+    return History(suite, tuple(reversed(found)), tuple(reversed(kept)))
+
+
+def previous_run(store: Store, run: RunResult) -> RunResult | None:
+    """The newest run under ``store`` that started before ``run`` (run ids sort by start) with the same
+    suite; None when there is none. Unreadable runs are passed over (the run's own report is no place
+    to fail for another run's file)."""
+    suite = suite_of(run)
+    for path in store.runs():
+        if path.parent.name >= run.run_id or not path.exists():
+            continue
+        try:
+            document = _document(path)
+        except BaselineError:
+            continue
+        label, files = _identity(document)
+        if suite.matches(label, files):
+            try:
+                return _decoded(path, document)
+            except BaselineError:
+                continue
+    return None
+
+
+def _selector(text: str) -> Suite:
+    """A label, or a fixture file named as runs name it (relative to its git work tree) when it exists."""
+    path = Path(text)
+    return Suite(label=text, file=fixture_identity(path) if path.exists() else text)
+
+
+def _identity(document: Mapping[str, object]) -> tuple[object, list[str]]:
+    fixtures = document.get("fixtures")
+    files = [str(f.get("file")) for f in fixtures if isinstance(f, Mapping)] if isinstance(fixtures, list) else []
+    return document.get("label"), files
+
+
+def _document(path: Path) -> Mapping[str, object]:
+    """A run document's JSON (cached by file identity: a run's reports read its previous run more than once)."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise BaselineError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return _read(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: str, _mtime_ns: int, _size: int) -> Mapping[str, object]:
+    try:
+        data = read_regular_file(Path(path), MAX_RUN_BYTES, "run document")
+        document = loads_json(data.decode("utf-8"), MAX_RUN_JSON_DEPTH)
+    except (LimitExceeded, OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BaselineError(path, f"cannot read: {reason}"[:200]) from None
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+        raise BaselineError(path, f"not an {SCHEMA} run document")
+    return document
+
+
+def _decoded(path: Path, document: Mapping[str, object]) -> RunResult:
+    return from_document(document, str(path))  # it copies what it changes: the cached document stays as read

@@ -1,0 +1,197 @@
+"""Trends in words: what changed since the previous run, and a suite's last runs on a terminal.
+
+``since_lines`` is the "since the previous run" section every report of a run
+shows (HTML, the Markdown summary, the Prefect artifact); ``render`` prints
+``assay trends``. The figures come from ``analysis.trends``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fixtures_core.analysis.trends import Cost, MetricTrend, RowTrend, RunPoint, Since, Step, Trends, since_previous
+from fixtures_core.records.history import History, previous_run
+from fixtures_core.records.rundoc import RunResult
+from fixtures_core.records.store import Store
+from fixtures_core.results import Status
+from fixtures_core.text import counted, listed, visible
+
+STRIP: dict[str, str] = {"PASS": "✓", "FAIL": "✗", "ERR": "E", "SKIP": "-"}
+_ABSENT = "·"
+_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def number(value: float) -> str:
+    """A figure for people: up to 4 significant digits, thousands separated."""
+    return f"{value:,.4g}" if abs(value) < 1e15 else f"{value:.4g}"
+
+
+def cost_text(cost: Cost) -> str:
+    """``4.59 usd (cost_usd over 20 samples)``."""
+    return f"{number(cost.total)} {cost.unit} ({cost.metric} over {counted(cost.samples, 'sample')})"
+
+
+def run_facts(point: RunPoint) -> str:
+    """A run named in full: ``ID (label 'nightly', started 2026-12-01T02:00:00Z, commit 0123456789ab)``."""
+    facts = [f"label {point.label!r}"] if point.label else []
+    facts.append(f"started {point.started_at}")
+    if point.commit:
+        facts.append(f"commit {point.commit[:12]}")
+    return f"{point.run_id} ({', '.join(facts)})"
+
+
+def since_of(run: RunResult, state: Path) -> Since | None:
+    """The run against the previous run of its suite in the state folder ``state`` (None: it has none)."""
+    previous = previous_run(Store(state), run)
+    return since_previous(previous, run) if previous is not None else None
+
+
+def since_of_document(run: RunResult, document: str | Path) -> Since | None:
+    """``since_of`` for a run whose document is ``STATE/runs/RUN/run.json`` (None for a copy elsewhere)."""
+    path = Path(document)
+    if path.parent.name != run.run_id or path.parent.parent.name != "runs":
+        return None
+    return since_of(run, path.parent.parent.parent)
+
+
+def since_headline(since: Since) -> str:
+    """``since the previous run: 2 new failures, 1 fixed, cost +12% (4.1 -> 4.59 usd)``."""
+    parts = [counted(len(since.new_failures), "new failure"), f"{len(since.fixed)} fixed"]
+    if since.still_failing:
+        parts.append(f"{len(since.still_failing)} still failing")
+    change = since.cost_change
+    before, after = since.cost_before, since.cost_after
+    if change is not None and before is not None and after is not None:
+        parts.append(f"cost {change:+.0%} ({number(before.total)} -> {number(after.total)} {after.unit})")
+    elif since.cost_after is not None:
+        parts.append(f"cost {number(since.cost_after.total)} {since.cost_after.unit} (none before)")
+    return "since the previous run: " + ", ".join(parts)
+
+
+def since_lines(since: Since) -> list[str]:
+    """The headline, then which rows changed and the run compared with."""
+    lines = [since_headline(since)]
+    if since.new_failures:
+        lines.append("new failures: " + listed([f"'{name}'" for name in since.new_failures], 20))
+    if since.fixed:
+        lines.append("fixed: " + listed([f"'{name}'" for name in since.fixed], 20))
+    lines.append(f"previous run: {run_facts(since.previous)}")
+    return lines
+
+
+def spark(values: Sequence[float | None]) -> str:
+    """A text sparkline: one block per value (its height between the series' least and most, over at least a
+    fifth of their size), ``·`` for none."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return _ABSENT * len(values)
+    low, high = min(present), max(present)
+    least = 0.2 * max(abs(low), abs(high))  # small wiggles stay small, as on the page's sparklines
+    if high - low < least:
+        middle = (high + low) / 2
+        low, high = middle - least / 2, middle + least / 2
+    span = high - low
+    return "".join(
+        _ABSENT if v is None else _BLOCKS[0 if span == 0 else max(0, min(7, int((v - low) / span * 8)))]
+        for v in values
+    )
+
+
+def step_text(metric: MetricTrend, runs: Sequence[RunPoint], row: str | None = None) -> str:
+    """``'API high' duration_ms: 3,012 -> 4,521 ms (+50.1%) from run 9 (ID)``."""
+    step = metric.step
+    assert step is not None
+    where = f"{row!r} " if row is not None else ""
+    return (
+        f"{where}{metric.name}: {number(step.before)} -> {number(step.after)} {metric.unit} ({_change(step)}) "
+        f"from run {step.index + 1} ({runs[step.index].run_id})" + (" (worse)" if metric.worse else "")
+    )
+
+
+def _change(step: Step) -> str:
+    return f"{step.change:+.1%}" if step.change is not None else f"{step.after - step.before:+,.4g}"
+
+
+def flaky_text(row: RowTrend) -> str:
+    """``flaky in 4 of the last 7 runs`` ('' when never flaky)."""
+    if not row.flaky_runs:
+        return ""
+    return f"flaky in {row.flaky_runs} of the last {counted(row.ran, 'run')}"
+
+
+def flip_text(row: RowTrend) -> str:
+    """``PASS -> FAIL since the previous run`` ('' without a flip)."""
+    return "" if row.flip is None else f"{row.flip[0]} -> {row.flip[1]} since the previous run"
+
+
+def headline(trends: Trends) -> list[str]:
+    """What changed, first: flips, flaky rows, metric steps, cost."""
+    lines = []
+    flipped = trends.flipped
+    if flipped:
+        lines.append(
+            f"{counted(len(flipped), 'row')} flipped since the previous run: "
+            + listed([f"'{row.name}' {row.flip[0]} -> {row.flip[1]}" for row in flipped if row.flip], 10)
+        )
+    else:
+        lines.append("no row flipped since the previous run")
+    for row in trends.flaky:
+        lines.append(f"'{row.name}': {flaky_text(row)}")
+    for row in trends.stepped:
+        lines += [step_text(metric, trends.runs, row.name) for metric in row.steps]
+    total = trends.total_cost()
+    if total:
+        lines.append("cost in all: " + "; ".join(cost_text(cost) for cost in total))
+    return lines
+
+
+def render(history: History, trends: Trends, console: Console) -> None:
+    """``assay trends``: the runs, what changed, and a line per row with its status strip."""
+    runs = trends.runs
+    console.print(
+        Text(f"assay trends: {history.suite.shown}: the last {counted(len(runs), 'run')}", style="bold"),
+        soft_wrap=True,
+    )
+    table = Table(title="runs (oldest first)", title_justify="left")
+    for name in ("#", "run", "label", "started", "commit", "verdict", "cost"):
+        table.add_column(name, justify="right" if name == "#" else "left", no_wrap=name == "run")
+    for index, point in enumerate(runs, 1):
+        cost = point.cost
+        table.add_row(
+            str(index),
+            visible(point.run_id),
+            visible(point.label or ""),
+            visible(point.started_at),
+            (point.commit or "")[:12],
+            Text(point.verdict, style=_STYLE.get(point.verdict, "")),
+            f"{number(cost.total)} {cost.unit}" if cost is not None else "-",
+        )
+    console.print(table)
+    console.print()
+    for line in headline(trends):
+        console.print(visible(line), markup=False, soft_wrap=True)
+    rows = Table(title=f"rows: status in runs 1..{len(runs)} (flips first)", title_justify="left")
+    for name in ("row", "file", "status", "what changed", "metrics"):
+        rows.add_column(name)
+    for row in trends.rows:
+        strip = Text()
+        for status, flaky in zip(row.statuses, row.flaky, strict=True):
+            strip.append(_cell(status, flaky), style=_STYLE.get(status or "", "dim"))
+        notes = "; ".join(filter(None, [flip_text(row), flaky_text(row)]))
+        sparks = "  ".join(f"{m.name} {spark(m.values)}" for m in row.metrics)
+        rows.add_row(visible(row.name), visible(row.file), strip, visible(notes), visible(sparks))
+    console.print(rows)
+    for note in history.notes:
+        console.print(f"note: {visible(note)}", style="magenta", markup=False, soft_wrap=True)
+
+
+def _cell(status: Status | None, flaky: bool) -> str:
+    if status is None:
+        return _ABSENT
+    return "~" if flaky else STRIP[status]

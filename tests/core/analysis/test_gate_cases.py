@@ -1,0 +1,54 @@
+"""The cases that broke a failed ship gate, and what its comparisons saw, on the example A/B suite
+(loud-flag +16, config-comments +20 with hasty disqualified, docstring +0 as a known limit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures_core.analysis.gate_cases import breaking_cases, gate_seen
+from fixtures_core.analysis.shipgate import GateResult
+from tests.core.conftest import ExampleRun
+
+
+def failed(cel: str) -> GateResult:
+    return GateResult("g", cel, "hard", "fail")
+
+
+@pytest.mark.parametrize(
+    ("cel", "cases"),
+    [
+        # all: the cases its predicate is false for
+        ("rows.all(r, r.margin >= 18.0)", ("loud-flag", "docstring")),
+        # a selection first: only the cases it selects can break it (docstring is a known limit)
+        ('rows.filter(r, !r.known_limit).all(r, r.winner == "careful" && r.margin >= 50.0)',
+         ("loud-flag", "config-comments")),
+        # a count: the cases that did not count
+        ("rows.filter(r, has(r.margin) && r.margin >= 18.0).size() >= 2", ("loud-flag", "docstring")),
+        # exists names no case from its predicate, but a case named in the gate is named
+        ('rows.exists(r, r.name == "docstring" && r.margin >= 5.0)', ("docstring",)),
+        # nested macros over each case's arms: the case is what broke it
+        ("rows.all(r, r.arms.all(k, !r.arms[k].disqualified))", ("config-comments",)),
+        # a selection that is no count (size() > 0) names nothing of its own
+        ('rows.filter(r, r.name == "nope").size() > 0', ()),
+        # suite figures name no case
+        ("suite.margin >= 50.0", ()),
+    ],
+)  # fmt: skip
+def test_the_cases_that_broke_a_gate(example_run: ExampleRun, cel: str, cases: tuple[str, ...]) -> None:
+    (suite,) = example_run.run.suites
+    assert breaking_cases(failed(cel), suite) == cases
+
+
+def test_a_gate_that_held_names_nothing(example_run: ExampleRun) -> None:
+    (suite,) = example_run.run.suites
+    assert breaking_cases(GateResult("g", "rows.all(r, r.margin >= 18.0)", "hard", "pass"), suite) == ()
+
+
+def test_a_failed_gate_says_what_its_comparisons_saw(example_run: ExampleRun) -> None:
+    (suite,) = example_run.run.suites
+    # (16 + 20 + 0) / 3 = 12: the suite margin, the only non-literal side
+    assert gate_seen(failed("suite.margin >= 50.0"), suite) == "suite.margin was 12"
+    assert gate_seen(failed("!has(suite.margin) || suite.margin - 2.0 > suite.margin"), suite) == (
+        "suite.margin - 2.0 was 10, suite.margin was 12"
+    )
+    assert gate_seen(failed("rows.all(r, r.margin >= 18.0)"), suite) is None  # a macro: its cases say it

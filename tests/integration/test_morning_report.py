@@ -1,0 +1,319 @@
+"""The morning report, as its readers get it: pages opened in headless Chromium and looked at.
+
+Three situations, each a page a nightly's owner opens in the morning:
+
+* ``assay trends`` over 14 nights of a 4-row matrix: one row broke last night, one is flaky now and then,
+  one got slower on night 10 (a metric step) and costs twice as much since;
+* a 100-row provider x model matrix, its second night: the first screen says what failed and what
+  changed since the night before, and the pass-rate heat-map;
+* the 9-fixture A/B suite of ``tests/devlyn`` (its second night, against the blessed first): the first
+  screen gives the ship decision and the cases that broke its gates.
+
+One Chromium serves the module. The runs are real (the pipeline in process, or the command line); each
+page is written by the command line. Set ``ASSAY_SCREENSHOTS=DIR`` to keep the screenshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.browser import Page, headless_chromium
+from tests.devlyn.compare import Ran
+from tests.integration.conftest import WIDE, run_cli
+from tests.integration.test_devlyn_corpus import shared_runs
+from tests.suites import run_in_process
+
+SCREEN = "innerHeight"  # the first screen: what the window shows before any scrolling (1280 px wide)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
+    """The devlyn corpus' nights (``test_devlyn_corpus`` computes them once per session)."""
+    return shared_runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    with headless_chromium(tmp_path_factory.mktemp("chromium")) as page:
+        yield page
+
+
+def keep(screenshot: Path) -> None:
+    """Copy a screenshot where ``ASSAY_SCREENSHOTS`` says (for people to look at), when it is set."""
+    folder = os.environ.get("ASSAY_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(screenshot, Path(folder) / screenshot.name)
+
+
+def colours(screenshot: Path) -> tuple[float, int, int]:
+    """Share of ink, red pixels (FAIL) and green pixels (PASS) of a screenshot."""
+    image = Image.open(screenshot).convert("RGB")
+    found = image.getcolors(maxcolors=1 << 24) or []
+    total = image.width * image.height
+    ink = sum(count for count, rgb in found if min(rgb) < 200) / total
+    red = sum(count for count, (r, g, b) in found if abs(r - 0xC6) < 12 and g < 60 and b < 60)
+    green = sum(count for count, (r, g, b) in found if r < 70 and abs(g - 0x7D) < 14 and b < 70)
+    return ink, red, green
+
+
+def below_the_fold(selector: str) -> str:
+    """A page expression: the bottom of the first element matching ``selector`` (or -1), in CSS px."""
+    return f"(e => e ? e.getBoundingClientRect().bottom : -1)(document.querySelector({selector!r}))"
+
+
+# --- 14 nights of a 4-row matrix: assay trends -------------------------------------------------
+
+NIGHTLY = """---
+repeat: 3
+metrics:
+  - {name: latency_ms, extract: json.ms, unit: ms, direction: lower}
+  - {name: cost_usd, extract: json.cost, unit: usd, gate: false}
+---
+
+| Name | Command | CEL |
+|---|---|---|
+| steady | `sh -c 'cat steady-$ASSAY_SAMPLE.json'` | `json.ok` |
+| breaks | `sh -c 'cat breaks-$ASSAY_SAMPLE.json'` | `json.ok` |
+| wobbly | `sh -c 'cat wobbly-$ASSAY_SAMPLE.json'` | `json.ok` |
+| slower | `sh -c 'cat slower-$ASSAY_SAMPLE.json'` | `json.ok` |
+"""
+
+
+def night(folder: Path, index: int, nights: int = 14) -> None:
+    """What each row prints on night ``index`` (0-based), per sample: breaks fails on the last night only;
+    wobbly's second sample fails on nights 3, 6, 9 and 11; slower takes 1500 ms instead of 1000 from
+    night 9 (run 10) and costs 0.02 instead of 0.01."""
+    for sample in range(3):
+        outputs = {
+            "steady": (True, 100 + index % 3, 0.01),
+            "breaks": (index < nights - 1, 200, 0.01),
+            "wobbly": (not (index in (3, 6, 9, 11) and sample == 1), 300, 0.01),
+            "slower": (True, 1000 if index < 9 else 1500, 0.01 if index < 9 else 0.02),
+        }
+        for name, (ok, ms, cost) in outputs.items():
+            (folder / f"{name}-{sample}.json").write_text(json.dumps({"ok": ok, "ms": ms, "cost": cost}))
+
+
+def test_trends_of_14_nights_name_the_flip_the_flaky_row_and_the_step(
+    browser: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "nightly.md").write_text(NIGHTLY)
+    monkeypatch.chdir(tmp_path)  # the runs name nightly.md as a command line started here would
+    state = tmp_path / ".assay"
+    ids = []
+    for index in range(14):
+        night(tmp_path, index)
+        ids.append(run_in_process(tmp_path / "nightly.md", state, label="nightly").run_id)
+
+    page = tmp_path / "trends.html"
+    done = run_cli(["trends", "--html", str(page), "--out", str(state)], tmp_path, WIDE)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "1 row flipped since the previous run: 'breaks' PASS -> FAIL" in lines
+    assert "'wobbly': flaky in 4 of the last 14 runs" in lines
+    assert f"'slower' latency_ms: 1,000 -> 1,500 ms (+50.0%) from run 10 ({ids[9]}) (worse)" in lines
+    assert all(run_id in done.stdout for run_id in ids)  # whole ids, to paste into `assay show`
+
+    screenshot = tmp_path / "trends-14-nights.png"
+    rows = "[...document.querySelectorAll('tr.trend')]"
+    loaded = browser.load(
+        page.as_uri(),
+        {
+            "rows": f"{rows}.map(r => r.dataset.row)",
+            "flipped": f"{rows}.filter(r => r.classList.contains('flipped')).map(r => r.dataset.row)",
+            "strip": f"[...{rows}[0].querySelectorAll('svg.strip rect.run')].map(r => r.dataset.status)",
+            "flaky": f"{rows}.map(r => r.querySelector('td.changed .flaky').textContent)",
+            "flip": f"{rows}[0].querySelector('td.changed .flip').textContent",
+            "files": f"[...new Set({rows}.map(r => r.dataset.file))]",
+            "steps": "[...document.querySelectorAll('.metric-trend[data-step]')]"
+            ".map(m => [m.closest('tr').dataset.row, m.dataset.metric, m.dataset.step])",
+            "step_lines": "document.querySelectorAll('svg.spark line.step').length",
+            "ids": "[...document.querySelectorAll('code.run-id')].map(c => c.textContent)",
+            "cost": "document.getElementById('cost-total').textContent",
+            "bars": "document.querySelectorAll('svg.bars rect.bar').length",
+            "changed_bottom": below_the_fold("#changed"),
+            "screen": SCREEN,
+        },
+        screenshot,
+    )
+    keep(screenshot)
+
+    assert loaded.errors == [] and loaded.requests == [page.as_uri()]
+    values = loaded.values
+    assert values["rows"][0] == "breaks" and values["flipped"] == ["breaks"]  # the flip first
+    assert values["strip"] == ["PASS"] * 13 + ["FAIL"]
+    assert values["flip"] == "PASS → FAIL since the previous run" and values["files"] == ["nightly.md"]
+    assert "flaky in 4 of the last 14 runs" in values["flaky"]
+    # latency and cost both stepped at run 10 (night 9); no other series did
+    assert sorted(values["steps"]) == [["slower", "cost_usd", "10"], ["slower", "latency_ms", "10"]]
+    assert values["step_lines"] == 2
+    assert values["ids"] == ids  # oldest first, whole
+    assert values["cost"] == "in all: 1.83 usd (cost_usd over 168 samples)"  # 9 nights x 0.12 + 5 x 0.15
+    assert values["bars"] == 14
+    assert 0 < values["changed_bottom"] < values["screen"]  # what changed, before any scrolling
+    ink, red, green = colours(screenshot)
+    assert ink > 0.03 and red > 150 and green > 1000  # the strips: 55 green runs, 5 red
+
+
+# --- a 100-row provider x model matrix, its second night --------------------------------------------
+
+PROVIDERS = ("anthropic", "openai", "google", "mistral", "local")
+MODELS = tuple(f"m{index:02d}" for index in range(20))
+
+
+def big_matrix(folder: Path, failing: set[str], flaky: set[str]) -> Path:
+    """100 rows, provider x model, 2 samples each; ``failing`` rows print ok false, ``flaky`` ones on sample 1."""
+    lines = [
+        "---", "repeat: 2", "metrics:",
+        "  - {name: latency_ms, extract: json.ms, unit: ms, direction: lower}",
+        "  - {name: cost_usd, extract: json.cost, unit: usd, gate: false}",
+        "---", "", "| Name | provider | model | Command | CEL |", "|---|---|---|---|---|",
+    ]  # fmt: skip
+    for provider in PROVIDERS:
+        for index, model in enumerate(MODELS):
+            name = f"{provider} {model}"
+            for sample in range(2):
+                ok = name not in failing and not (name in flaky and sample == 1)
+                output = {"ok": ok, "ms": 100 + 10 * index, "cost": 0.001 * (index + 1), "model": model}
+                (folder / f"{provider}-{model}-{sample}.json").write_text(json.dumps(output))
+            command = f"sh -c 'cat {provider}-{model}-$ASSAY_SAMPLE.json'"
+            lines.append(f'| {name} | {provider} | {model} | `{command}` | `json.ok && json.model == "{model}"` |')
+    (folder / "matrix.md").write_text("\n".join(lines) + "\n")
+    return folder / "matrix.md"
+
+
+def test_a_100_row_matrix_answers_what_failed_and_what_changed_on_its_first_screen(
+    browser: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / ".assay"
+    fixture = big_matrix(tmp_path, {"openai m03", "google m11"}, set())
+    monkeypatch.chdir(tmp_path)  # runs name a fixture file relative to where they ran, as the command line's will
+    run_in_process(fixture, state, label="big", group_by=("provider,model",))  # the night before
+    big_matrix(tmp_path, {"google m11", "local m07", "anthropic m02"}, {"mistral m15"})
+
+    page = tmp_path / "big.html"
+    done = run_cli(
+        ["run", str(fixture), "--engine", "local", "--out", str(state), "--label", "big",
+         "--group-by", "provider,model", "--html", str(page)],
+        tmp_path, WIDE,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+
+    screenshot = tmp_path / "matrix-100-rows-first-screen.png"
+    cells = "[...document.querySelectorAll('table.heat[data-measure=\"pass rate\"] td.cell')]"
+    visible = "[...document.querySelectorAll('tr.row')].filter(r => r.offsetParent !== null)"
+    loaded = browser.load(
+        page.as_uri(),
+        {
+            "since": "document.getElementById('since').innerText",
+            "failed": "[...document.querySelectorAll('table.failed tr.failed')].map(r => r.dataset.row)",
+            "excerpt": "document.querySelector('table.failed pre.excerpt').textContent",
+            "failed_bottom": below_the_fold("table.failed"),
+            "heat_bottom": below_the_fold("table.heat"),
+            "cells": f"{cells}.length",
+            "red_cells": f"{cells}.filter(c => c.textContent.startsWith('0/')).map(c => c.dataset.cell)",
+            "visible_rows": f"{visible}.map(r => r.dataset.row)",
+            "cost": "document.getElementById('cost-total').textContent",
+            "height": "document.documentElement.scrollHeight",
+            "screen": SCREEN,
+        },
+        screenshot,
+        full_page=False,
+    )
+    keep(screenshot)
+    assert loaded.errors == [] and loaded.requests == [page.as_uri()]
+    values = loaded.values
+    assert values["since"].startswith("since the previous run: 3 new failures, 1 fixed, 1 still failing")
+    assert "new failures: 'anthropic m02', 'mistral m15', 'local m07'" in values["since"]
+    assert values["failed"] == ["anthropic m02", "google m11", "mistral m15", "local m07"]
+    assert values["excerpt"] == '{"ok": false, "ms": 120, "cost": 0.003, "model": "m02"}'  # beside its verdict
+    assert 0 < values["failed_bottom"] < values["heat_bottom"] < values["screen"]  # both before any scrolling
+    assert values["cells"] == 100
+    assert sorted(values["red_cells"]) == ["anthropic|m02", "google|m11", "local|m07", "mistral|m15"]
+    # Passing rows fold behind their provider: only the 4 failing rows show until a group opens.
+    assert values["visible_rows"] == ["anthropic m02", "google m11", "local m07", "mistral m15"]
+    assert values["cost"] == "cost: 2.1 usd (cost_usd over 200 samples)"
+    assert values["height"] < 8000  # 24,000 px before the page folded what passed
+    ink, red, green = colours(screenshot)
+    assert ink > 0.03 and red > 300  # the FAIL badges and the verdict box
+
+    # A heat-map cell links to its rows: clicking one opens its provider's group at that row.
+    clicked = browser.load(
+        page.as_uri() + "?again",  # a new load of the page, its groups folded again
+        {
+            "folded": "document.querySelector('tr.row[data-row=\"openai m03\"]').offsetParent === null",
+            "opened": "new Promise(done => {"
+            " addEventListener('hashchange', () => done([location.hash,"
+            "  document.getElementById(location.hash.slice(1)).dataset.row,"
+            "  document.getElementById(location.hash.slice(1)).offsetParent !== null]), {once: true});"
+            " document.querySelector('td.cell[data-cell=\"openai|m03\"] a').click(); })",
+        },
+    )
+    assert clicked.values["folded"] is True
+    hash_, row, shown = clicked.values["opened"]
+    assert hash_.startswith("#line-") and row == "openai m03" and shown
+
+
+# --- the 9-fixture A/B suite: the ship decision first -------------------------------------------------
+
+
+def test_the_ab_page_leads_with_the_ship_decision_and_the_cases_that_broke_its_gates(
+    browser: Page, tmp_path: Path, corpus: dict[str, Ran]
+) -> None:
+    night2 = corpus["night2"]
+    run_id = night2.document["run_id"]
+    state = night2.results.parents[2]  # STATE/runs/RUN/results
+    page = tmp_path / "ab.html"
+    done = run_cli(["report", run_id, "--out", str(state), "--html", str(page)], tmp_path, WIDE)
+    assert done.returncode == 0, done.stderr
+
+    screenshot = tmp_path / "ab-9-fixtures-first-screen.png"
+    gate = "no fixture's variant score fell more than 5 points below shipped"
+    loaded = browser.load(
+        page.as_uri(),
+        {
+            "verdict": "document.querySelector('#ship-0 .ship-gate-verdict').innerText",
+            "broken": "[...document.querySelectorAll('#ship-0 ul.broken li')].map(li => li.innerText)",
+            "broken_bottom": below_the_fold("#ship-0 ul.broken"),
+            "decision_top": "document.querySelector('#ship-0 table.decision').getBoundingClientRect().top",
+            "screen": SCREEN,
+            "cases": "[...document.querySelectorAll('#ship-0 table.decision tr.decision')]"
+            ".map(r => [...r.children].map(c => c.innerText))",
+            "outcomes": "[...new Set([...document.querySelectorAll('tr.row')].map(r => r.dataset.shown))].sort()",
+            "pass_badges_on_arms": "[...document.querySelectorAll('table.rows tr.row td:nth-child(2) .badge.PASS')]"
+            ".length",
+            "shipped_marks": "[...document.querySelectorAll('svg.plot[data-metric=score] .lane')]"
+            ".filter(l => l.querySelector('line.saved.regressed')).map(l => l.dataset.row)",
+            "links": "[...document.querySelectorAll('.case-detail .evidence a')].map(a => a.textContent)",
+        },
+        screenshot,
+        full_page=False,
+    )
+    keep(screenshot)
+    assert loaded.errors == [] and loaded.requests == [page.as_uri()]
+    values = loaded.values
+    assert values["verdict"] == "SHIP-GATE VERDICT: FAIL"
+    broken = {line.split(" FAILED")[0].split(" warned")[0]: line for line in values["broken"]}
+    assert f"hard gate '{gate}'" in broken
+    assert broken[f"hard gate '{gate}'"].endswith("broken by F3-name-guard")  # 90 -> 80 in night 2
+    assert 0 < values["broken_bottom"] < values["screen"]  # the gates and the cases that broke them, unscrolled
+    assert values["decision_top"] < values["screen"]
+    f3 = next(cells for cells in values["cases"] if cells[0].endswith("F3-name-guard"))
+    assert f3[0] == "! F3-name-guard" and f3[1].startswith("80 (90)")  # variant now (then)
+    # Arm rows read as how they ended their case, never as a green PASS of their own checks.
+    assert set(values["outcomes"]) <= {"won", "lost", "tie", "disqualified", "FAIL", "ERR"}
+    assert "disqualified" in values["outcomes"] and values["pass_badges_on_arms"] == 0
+    # The shipped comparison is on the score plot: F3's variant lane is marked as the drop that broke a gate.
+    assert values["shipped_marks"] == ["F3-name-guard/variant"]
+    assert {"diff", "verify", "transcript", "judge input", "judge output"} <= set(values["links"])
+    ink, red, green = colours(screenshot)
+    assert ink > 0.03 and red > 500  # the FAIL verdict, the ship gate's verdict, the failed gates' cases
