@@ -335,7 +335,7 @@ def raise_on_sigterm() -> None:
 # --- environment and figures ---------------------------------------------------------
 
 
-QUIET_PREFECT = {  # what flows.prefect_env sets (logs still go to the API, as in the product)
+QUIET_PREFECT = {  # what flows.server.prefect_env sets (logs still go to the API, as in the product)
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",

@@ -8,7 +8,7 @@ in a brand-new Prefect home, once per shape and round, interleaved: ``default`` 
 subflow run) and ``tasks`` (``--rows-as-tasks``). Each run is a child process that counts, in
 itself, every HTTP request its Prefect clients send (an httpx hook: the route with ids elided, the
 status), every event its events worker sends, and every creation SQLite refused (HTTP 503, tried
-again at once by ``flows.row_subflow``); its CPU time comes from ``wait4``, the server's from
+again at once by ``flows.flow.row_subflow``); its CPU time comes from ``wait4``, the server's from
 ``/proc`` (from the run's start until 3 s after its end, when the server has recorded its events).
 Figures are medians over the rounds; the counts barely move, the times do with the machine's load.
 """
@@ -65,7 +65,7 @@ async def asend(self, request, *args, **kwargs):
 original_async = httpx.AsyncClient.send
 httpx.AsyncClient.send = asend
 httpx.Client.send = counted(httpx.Client.send)
-from flows.prefect_env import quiet_prefect
+from flows.server.prefect_env import quiet_prefect
 quiet_prefect()
 from prefect.events.worker import EventsWorker
 events = collections.Counter()
@@ -74,7 +74,7 @@ async def counting_handle(self, event):
     events[event.event] += 1
     return await handle(self, event)
 EventsWorker._handle = counting_handle
-import flows.row_subflow as row_subflow
+import flows.flow.row_subflow as row_subflow
 refused = collections.Counter()
 refuse = row_subflow._refuse
 def counting_refuse(response):
@@ -82,7 +82,7 @@ def counting_refuse(response):
         refused[ids.sub("{id}", response.request.url.path)] += 1
     return refuse(response)
 row_subflow._refuse = counting_refuse
-from flows import run
+from flows.cli import main as run
 code = run.main(sys.argv[1:])
 print(json.dumps({"exit": code, "calls": calls, "events": events, "refused": refused}), file=sys.stderr, flush=True)
 sys.exit(code)
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         document = run_all(args.rounds, work, home)
     finally:
-        from flows.server import stop
+        from flows.server.local import stop
 
         stop(home)
         after = c.kill_leftovers()
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_all(rounds: int, work: Path, home: Path) -> dict[str, object]:
-    from flows.server import find
+    from flows.server.local import find
 
     env = c.child_env(prefect_home=home, server="local", ASSAY_PREFECT_PORT=str(c.free_port()))
     env["PYTHONPATH"] = str(c.REPO)

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         document = run_all(args, work, home)
     finally:
-        from flows.server import stop
+        from flows.server.local import stop
 
         stop(home.resolve())
         after = c.kill_leftovers()

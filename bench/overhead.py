@@ -66,11 +66,11 @@ print('{"loop_s": %.6f}' % (time.perf_counter() - t))
 IN_PROCESS_CODE = """
 import json, sys, time
 t0 = time.perf_counter()
-import flows.run as cli
+from flows.cli import run_commands as cli
 from fixtures_core.runs.options import RunOptions
 engine = sys.argv[3]
 if engine == "prefect":
-    import flows.matrix
+    import flows.flow.matrix
 t1 = time.perf_counter()
 run = cli.execute_run(RunOptions(paths=(sys.argv[1],), out=sys.argv[2], engine=engine, parallel=4))
 t2 = time.perf_counter()
@@ -263,10 +263,10 @@ def in_process(
 
 # Prefect's own floor for assay's task topology, timed inside a child: one task per
 # row on ThreadPoolTaskRunner(4), one nested task per sample running `true`, same
-# task options as flows.matrix (no cache, no persistence, no retries), no assay code.
+# task options as flows.flow.matrix (no cache, no persistence, no retries), no assay code.
 FLOOR_CODE = """
 import json, subprocess, sys, time
-from flows.prefect_env import quiet_prefect
+from flows.server.prefect_env import quiet_prefect
 quiet_prefect()
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -434,13 +434,13 @@ def run_all(args: argparse.Namespace, work: Path) -> dict[str, object]:
     print("start-up costs", file=sys.stderr)
     startup: dict[str, object] = {}
     for key, code in (("python -c pass", "pass"), ("import flows.run", "import flows.run"),
-                      ("import flows.matrix", "import flows.matrix")):  # fmt: skip
+                      ("import flows.flow.matrix", "import flows.flow.matrix")):  # fmt: skip
         probe = Variant(key, key)
         repeat_measure(probe, [py, "-c", code], c.child_env(prefect_home=client_home), work, runs, warmup, timeout)
         startup[key] = {"wall_s": probe.wall(), "peak_rss_mb": c.median([m.root_hwm_mb for m in probe.runs])}
     document["startup"] = startup
     import_run = float(startup["import flows.run"]["wall_s"])  # type: ignore[index]
-    import_matrix = float(startup["import flows.matrix"]["wall_s"])  # type: ignore[index]
+    import_matrix = float(startup["import flows.flow.matrix"]["wall_s"])  # type: ignore[index]
 
     variants: dict[str, Variant] = {"a'": ref_child}
 

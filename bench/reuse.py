@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _stop_local_server(home: Path) -> None:
     """Whatever happened, the local server of the bench's home is stopped (it runs in its own session)."""
-    from flows.server import stop
+    from flows.server.local import stop
 
     stop(home.resolve())
 
@@ -128,7 +128,7 @@ def run_all(args: argparse.Namespace, work: Path, home: Path, postgres: Path | N
         "temporary_first_run_s": temporary_first.wall_s, "temporary_first_run_exit": temporary_first.returncode,
     }  # fmt: skip
 
-    from flows.server import find
+    from flows.server.local import find
 
     server = find(home.resolve())
     assert server is not None, start.stderr_tail

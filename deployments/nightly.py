@@ -14,7 +14,7 @@ in ``--out`` as usual. For a work pool and ``prefect worker start``, see
 ``deployments/prefect.yaml``.
 
 Custom runs of the deployment may use fixtures and state folders only under
-this process's working folder and the paths it serves (``flows.confinement``).
+this process's working folder and the paths it serves (``flows.flow.confinement``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pydantic import ValidationError
 if TYPE_CHECKING:
     from prefect.schedules import Schedule
 
-    from flows.parameters import MatrixParameters
+    from flows.flow.parameters import MatrixParameters
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -71,7 +71,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    from flows.prefect_env import quiet_prefect
+    from flows.server.prefect_env import quiet_prefect
 
     quiet_prefect()
     from fixtures_core.errors import AssayError, ValidationFailed
@@ -89,9 +89,9 @@ def serve(args: argparse.Namespace) -> int:
     """Check everything a 02:00 run would trip on, then serve the deployment until stopped."""
     from fixtures_core.errors import UsageError
     from fixtures_core.runs.plan import plan
-    from flows.naming import run_tags
-    from flows.parameters import MatrixParameters
-    from flows.server import TEMPORARY, ServerError, resolve_backend
+    from flows.flow.naming import run_tags
+    from flows.flow.parameters import MatrixParameters
+    from flows.server.local import TEMPORARY, ServerError, resolve_backend
 
     # Not a run option (RunOptions.check checks those, through plan below): the deployment's own.
     if args.concurrency_limit < 1:
@@ -126,7 +126,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from prefect.settings import temporary_settings
 
-    from flows.matrix import matrix_flow
+    from flows.flow.matrix import matrix_flow
 
     with temporary_settings(updates={"api.url": backend.api_url}):
         refuse_a_work_pool_deployment(args.name)
@@ -164,7 +164,7 @@ def refuse_a_work_pool_deployment(name: str) -> None:
 
 def allow_what_is_served(parameters: MatrixParameters) -> None:
     """Let the served runs use the folders given here (and nothing else outside the working folder)."""
-    from flows.confinement import ALLOWED_ROOTS
+    from flows.flow.confinement import ALLOWED_ROOTS
 
     given = [*parameters.paths, parameters.out]
     if parameters.baseline and os.path.exists(parameters.baseline):

@@ -161,7 +161,7 @@ def _port_of(root: Path) -> int | None:
 def start(root: Path, pg_port: int | None = None, port: int | None = None) -> str:
     """PostgreSQL and Prefect's server on it, both started if needed; the API URL."""
     from fixtures_core.execution.daemons import free_port
-    from flows.server import ensure_started
+    from flows.server.local import ensure_started
 
     cluster = start_cluster(root, pg_port or _port_of(root) or free_port())
     home = root.resolve() / "prefect-home"
@@ -191,7 +191,7 @@ def _say(message: str) -> None:
 
 def stop(root: Path) -> None:
     """Stop Prefect's server, then PostgreSQL."""
-    from flows.server import stop as stop_server
+    from flows.server.local import stop as stop_server
 
     stop_server(root.resolve() / "prefect-home")
     stop_cluster(root)
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pg-port", type=int, help="PostgreSQL port (default: a free one)")
     parser.add_argument("--port", type=int, help="Prefect server port (default: 4200 when free, else a free one)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    from flows.server import ServerError, status
+    from flows.server.local import ServerError, status
 
     try:
         if args.command == "start":

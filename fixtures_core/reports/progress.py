@@ -3,7 +3,7 @@
 Engines call the three hooks of ``ProgressListener`` as rows start and samples
 and rows finish (through ``runs.recorder.Recorder``); ``Progress`` counts them and
 hands out snapshots, which ``plain_line`` and ``live_view`` turn into text.
-Nothing here writes to a terminal: ``flows.progress`` decides where and how
+Nothing here writes to a terminal: ``flows.cli.progress`` decides where and how
 often, and never on stdout, which carries the report.
 """
 

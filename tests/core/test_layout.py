@@ -21,7 +21,7 @@ def imported_tops(path: Path) -> set[str]:
 
 def test_imported_tops_sees_nested_and_from_imports(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import os.path\nfrom flows.matrix import x\ndef f():\n    import prefect\nfrom . import y\n")
+    sample.write_text("import os.path\nfrom flows.flow import matrix\ndef f():\n    import prefect\nfrom . import y\n")
     assert imported_tops(sample) == {"os", "flows", "prefect"}
 
 

@@ -3,7 +3,7 @@
 Every integration test runs with its own Prefect home (``PREFECT_HOME``, a
 temporary folder set before anything imports Prefect), never the user's. The
 server is Prefect's background server of that home, started once on a free
-port by ``flows.server`` (what ``assay server start`` runs): command-line
+port by ``flows.server.local`` (what ``assay server start`` runs): command-line
 runs find it through the home's PID file, in-process flows through
 ``prefect_backend``. At the end of the session every server of that home is
 stopped. Only the tests that must prove a first start pay for their own.
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from flows.prefect_env import quiet_prefect
+from flows.server.prefect_env import quiet_prefect
 
 quiet_prefect()
 
@@ -43,7 +43,7 @@ with socket.socket() as _probe:  # a free port for the session server, never Pre
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Stop every server of the session's Prefect home, then remove it."""
-    from flows.server import stop
+    from flows.server.local import stop
 
     stop(SESSION_HOME)
     shutil.rmtree(SESSION_HOME, ignore_errors=True)
@@ -56,7 +56,7 @@ def prefect_server() -> Iterator[Any]:
     Started without the ``marker`` of whichever test asks first: that test's
     clean-up kills what carries its marker, and the server outlives the test.
     """
-    from flows.server import ensure_started
+    from flows.server.local import ensure_started
 
     mark = os.environ.pop("ASSAY_TEST_MARK", None)
     try:

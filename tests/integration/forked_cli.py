@@ -8,7 +8,7 @@ them once and forks a child per command. Each child sets up descriptors 0-2
 as the shell would (``>&-``, ``2>&-``, a pipe whose reader is gone,
 ``>/dev/full``, a file), makes ``sys.stdout``/``sys.stderr`` what a fresh
 interpreter makes of them (None for a closed descriptor), and then runs the
-console script's own entry point, ``flows.launch.cli``, up to its own exit:
+console script's own entry point, ``flows.cli.launch.cli``, up to its own exit:
 the exit code read is the process's.
 
 The test sends a JSON list of commands on one line and reads one line back:
@@ -119,7 +119,7 @@ def _preload(prefect: bool) -> None:
 
     for package in (fixtures_core, flows):
         for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            if prefect or module.name in _WITHOUT_PREFECT:
+            if prefect or module.name.startswith(_WITHOUT_PREFECT):
                 importlib.import_module(module.name)
     importlib.import_module("pandas")  # the rows' frame: imported when a run finalizes
     importlib.import_module("pydantic")  # the options' model
@@ -132,16 +132,16 @@ def _warm_up() -> None:
     the command line's own lazy imports and tables are built once here."""
     import contextlib
 
-    import flows.run
+    import flows.cli.main
 
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
         fixture = Path(folder) / "warm.md"
         fixture.write_text("| Name | Command | CEL |\n|---|---|---|\n| ok | `true` | `exitCode == 0` |\n")
         for args in (["history", "--out", folder], ["validate", str(fixture)]):
-            flows.run.main(args)
+            flows.cli.main.main(args)
 
 
-_WITHOUT_PREFECT = ("flows.run", "flows.launch", "flows.streams", "flows.interrupts", "flows.progress")
+_WITHOUT_PREFECT = ("flows.run", "flows.cli.")  # the command line imports Prefect only when a run needs it
 
 
 def _run_all(commands: Sequence[Command], at_once: int) -> Iterator[Ended]:
@@ -190,7 +190,7 @@ def _child(command: Command, folder: str) -> None:
         sys.stdout = _text(1, "strict", line_buffering=False) if command.stdout != "closed" else None  # type: ignore[assignment]
         sys.stderr = _text(2, "backslashreplace", line_buffering=True) if command.stderr != "closed" else None  # type: ignore[assignment]
         sys.argv = ["assay", *command.args]
-        from flows.launch import cli
+        from flows.cli.launch import cli
 
         cli()  # exits the process (os._exit), or raises SystemExit
     except SystemExit as done:
@@ -227,7 +227,7 @@ def _text(fd: int, errors: str, line_buffering: bool) -> Any:
 
 
 if __name__ == "__main__":
-    from flows.prefect_env import quiet_prefect
+    from flows.server.prefect_env import quiet_prefect
 
     quiet_prefect()
     _serve("prefect" in sys.argv[1:])

@@ -63,7 +63,7 @@ def assert_evidence(run: RunResult, out: Path) -> None:
 
 @pytest.mark.usefixtures("prefect_backend")
 def test_the_example_suite_gives_the_same_verdicts_on_both_engines(tmp_path: Path) -> None:
-    from flows.matrix import run_with_prefect
+    from flows.flow.matrix import run_with_prefect
 
     options = RunOptions(paths=(str(EXAMPLE_SUITE),), out=str(tmp_path / "prefect"))
     prefect_run = run_with_prefect(options, "ab-prefect")
@@ -87,7 +87,7 @@ def report_artifact(options: RunOptions) -> str:
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     from fixtures_core.runs.plan import plan
-    from flows.naming import artifact_key
+    from flows.flow.naming import artifact_key
 
     key = f"assay-report-{artifact_key(options, plan(options).matrix)}"
     with get_client(sync_client=True) as client:
@@ -125,7 +125,7 @@ def write_fresh_suite(folder: Path) -> Path:
 
 @pytest.mark.usefixtures("prefect_backend")
 def test_no_attempt_ever_sees_another_attempts_files_on_either_engine(tmp_path: Path) -> None:
-    from flows.matrix import run_with_prefect
+    from flows.flow.matrix import run_with_prefect
 
     fixture = write_fresh_suite(tmp_path)
     prefect_run = run_with_prefect(RunOptions(paths=(str(fixture),), out=str(tmp_path / "p"), parallel=4), "fresh")

@@ -15,7 +15,7 @@ import pytest
 
 from fixtures_core.execution import procfs
 from fixtures_core.records.rundoc import load_run
-from flows.run import main
+from flows.cli.main import main
 from tests.core.execution.test_containment import ESCAPES
 from tests.integration.test_interrupts import described
 from tests.processes import processes_with

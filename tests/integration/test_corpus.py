@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.records.rundoc import load_run
-from flows.run import main
+from flows.cli.main import main
 from tests.processes import processes_with
 
 Prepare = Callable[[Path], list[str]]

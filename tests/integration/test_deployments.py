@@ -32,7 +32,7 @@ from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun
 from prefect.exceptions import PrefectHTTPStatusError
 
-from flows.owners import Owner
+from flows.server.owners import Owner
 from tests.integration.conftest import REPO
 from tests.integration.prefect_views import settled_view
 
@@ -93,7 +93,7 @@ def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]
     root = Path(tempfile.mkdtemp(prefix="assay-pg-"))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("PREFECT_API_URL", None)
-    from flows.server import free_port
+    from flows.server.local import free_port
 
     port = str(free_port())
     try:
@@ -104,7 +104,7 @@ def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]
         assert done.returncode == 0, done.stderr
         api_url = done.stdout.strip().removeprefix("PREFECT_API_URL=")
         assert api_url == f"http://127.0.0.1:{port}/api"
-        from flows.server import pinned_database
+        from flows.server.local import pinned_database
 
         pinned = pinned_database(root.resolve() / "prefect-home")  # a restart another way stays on PostgreSQL
         assert pinned is not None and pinned.startswith("postgresql+asyncpg://postgres@127.0.0.1:"), pinned
@@ -362,7 +362,7 @@ def test_nightly_refuses_to_take_over_a_work_pool_deployment(prefect_server: Any
         client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
         flow_id = client.create_flow_from_name("assay-matrix")
         client.create_deployment(
-            flow_id=flow_id, name="pooled", work_pool_name=pool, entrypoint="flows/matrix.py:matrix_flow"
+            flow_id=flow_id, name="pooled", work_pool_name=pool, entrypoint="flows/flow/matrix.py:matrix_flow"
         )
         done = subprocess.run(
             [sys.executable, str(NIGHTLY), str(fixture), "--name", "pooled"], cwd=tmp_path,
@@ -397,7 +397,7 @@ def test_nightly_refuses_bad_options_in_one_line(args: list[str], expected: str,
 
 
 def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path) -> None:
-    from flows.server import free_port
+    from flows.server.local import free_port
 
     fixture = tmp_path / "quick.md"
     fixture.write_text(QUICK)
@@ -438,7 +438,7 @@ def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
     characters of each value, before anything runs; named after a run id like every run."""
     from prefect.flow_engine import run_flow
 
-    from flows.matrix import matrix_flow
+    from flows.flow.matrix import matrix_flow
 
     fixture = tmp_path / "quick.md"
     fixture.write_text(QUICK)
@@ -463,7 +463,7 @@ def test_the_allow_list_is_the_deployments_own_never_what_a_custom_run_sets(
     run's environment: the allow-list is read from the deployment and the pool's fixed env, never from there."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
-    from flows.confinement import Confinement, OutsideRoots
+    from flows.flow.confinement import Confinement, OutsideRoots
 
     allowed, fixed = tmp_path / "allowed", tmp_path / "fixed"
     locked = json.loads((REPO / "deployments" / "process-pool.json").read_text())
@@ -475,7 +475,7 @@ def test_the_allow_list_is_the_deployments_own_never_what_a_custom_run_sets(
         for pool, template in ((f"open-{suffix}", None), (f"locked-{suffix}", locked)):
             client.create_work_pool(WorkPoolCreate(name=pool, type="process", base_job_template=template or {}))
             deployment_id = client.create_deployment(
-                flow_id=flow_id, name=pool, work_pool_name=pool, entrypoint="flows/matrix.py:matrix_flow",
+                flow_id=flow_id, name=pool, work_pool_name=pool, entrypoint="flows/flow/matrix.py:matrix_flow",
                 job_variables={"env": {"ASSAY_ALLOWED_ROOTS": str(allowed)}},
             )  # fmt: skip
             runs[pool] = client.create_flow_run_from_deployment(
@@ -506,7 +506,7 @@ def test_a_postgres_home_refuses_a_sqlite_url_from_any_source(
 ) -> None:
     """A home pinned to a running PostgreSQL, with a SQLite URL beside its profile: one line, nothing started."""
     from deployments.postgres_server import pin_database
-    from flows.server import find, stop
+    from flows.server.local import find, stop
     from tests.integration.conftest import run_cli
 
     home = tmp_path / "team" / "prefect-home"

@@ -57,7 +57,7 @@ def run_local_engine(fixture: Path, out: Path) -> RunResult:
 
 
 def run_prefect(fixture: Path, out: Path) -> RunResult:
-    from flows.matrix import run_with_prefect
+    from flows.flow.matrix import run_with_prefect
 
     return run_with_prefect(RunOptions(paths=(str(fixture),), out=str(out)), "prefect-run")
 
@@ -122,8 +122,8 @@ def test_evidence_is_written_per_sample(tmp_path: Path) -> None:
 def test_deployment_parameters_run_the_flow_and_fail_it_on_a_bad_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.matrix import matrix_flow
-    from flows.states import carried
+    from flows.flow.matrix import matrix_flow
+    from flows.flow.states import carried
 
     fixture = tmp_path / "ok.md"
     fixture.write_text("| Name | Command |\n|---|---|\n| ok | `true` |\n| bad | `false` |\n")
@@ -153,7 +153,7 @@ def test_a_terminated_flow_run_kills_its_samples_and_writes_its_run(tmp_path: Pa
     options = {"paths": [str(fixture)], "out": str(tmp_path / "state")}
     marker = uuid.uuid4().hex
     env = dict(os.environ, PREFECT_API_URL=str(PREFECT_API_URL.value()), ASSAY_TEST_MARK=marker, PYTHONPATH=str(REPO))
-    code = f"from flows.matrix import matrix_flow; matrix_flow(**{options!r})"
+    code = f"from flows.flow.matrix import matrix_flow; matrix_flow(**{options!r})"
     process = subprocess.Popen(
         [sys.executable, "-c", code], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

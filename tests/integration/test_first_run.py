@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.execution.daemons import free_port
-from flows import idle_stop, server
+from flows.server import idle_stop
+from flows.server import local as server
 from tests.integration.conftest import REPO
 from tests.processes import gone_soon, processes_with
 
@@ -450,7 +451,7 @@ def _post(url: str, body: dict[str, object]) -> bytes:
     ("value", "seconds"), [("", 7200.0), ("0", None), ("1.5", 90.0)], ids=["default", "never", "minutes"]
 )
 def test_the_idle_time_is_read_in_minutes(value: str, seconds: float | None) -> None:
-    from flows.idle_stop import idle_seconds
+    from flows.server.idle_stop import idle_seconds
 
     assert idle_seconds({"ASSAY_SERVER_IDLE_MINUTES": value}) == seconds
 

@@ -104,7 +104,7 @@ def test_the_lease_guard_retries_only_a_server_that_did_not_answer(client: SyncP
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from fixtures_core.execution.daemons import free_port
-    from flows.lease_guard import _answered
+    from flows.server.lease_guard import _answered
 
     assert _answered(client, uuid4())  # an unknown lease (expired, or given back by the run): answered, done
     unreachable = {PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}

@@ -29,8 +29,9 @@ from fixtures_core.execution import procfs
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.reports import terminal
 from fixtures_core.runs import close, plan
-from flows import idle_stop, server
-from flows.run import main
+from flows.cli.main import main
+from flows.server import idle_stop
+from flows.server import local as server
 from tests.integration.conftest import REPO, SESSION_HOME
 from tests.processes import processes_with
 
@@ -351,7 +352,7 @@ def described(pids: list[int]) -> list[str]:
 
 @pytest.mark.parametrize("entry", ["python -m flows.run", "assay"])
 def test_a_signal_during_start_up_exits_2_with_one_line(entry: str, tmp_path: Path) -> None:
-    code = "import sys; sys.argv[0] = 'assay'; from flows.launch import cli; cli()"
+    code = "import sys; sys.argv[0] = 'assay'; from flows.cli.launch import cli; cli()"
     command = [sys.executable, "-m", "flows.run"] if entry != "assay" else [sys.executable, "-c", code]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     process = subprocess.Popen([*command, "validate", str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
@@ -388,7 +389,7 @@ def test_a_signal_just_after_the_verdict_line_still_records_the_run_as_err_and_e
 ) -> None:
     """The report is printed; the signal comes as the command hands back its exit code, past every
     handler of the command: one line, no traceback, exit 2, and run.json says ERR too."""
-    import flows.run as cli
+    from flows.cli import session as cli
 
     fixture = tmp_path / "f.md"
     fixture.write_text(block("true"))

@@ -136,7 +136,7 @@ def test_no_secret_reaches_prefect(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """The Prefect engine: states, artifacts and logs in the API carry no secret either."""
     from prefect.client.orchestration import get_client
 
-    from flows.matrix import run_with_prefect
+    from flows.flow.matrix import run_with_prefect
 
     monkeypatch.setenv("SERVICE_TOKEN", "opaque-service-token-5309")
     fixture = write_fixture(tmp_path / "fixture")

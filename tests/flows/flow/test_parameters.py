@@ -8,7 +8,7 @@ import pytest
 
 from fixtures_core.errors import UsageError
 from fixtures_core.runs.options import RunOptions
-from flows.parameters import MatrixParameters, ParameterError
+from flows.flow.parameters import MatrixParameters, ParameterError
 
 
 def test_every_field_is_described_and_run_id_and_engine_are_not_parameters() -> None:
@@ -21,7 +21,7 @@ def test_every_field_is_described_and_run_id_and_engine_are_not_parameters() -> 
 def test_the_flow_takes_each_field_as_its_own_parameter_described_and_bounded_in_prefects_schema() -> None:
     from prefect.utilities.callables import parameter_schema
 
-    from flows.matrix import matrix_flow
+    from flows.flow.matrix import matrix_flow
 
     schema = parameter_schema(matrix_flow).model_dump_for_openapi()
     fields = MatrixParameters.model_json_schema()["properties"]
@@ -113,7 +113,7 @@ def test_every_parameter_is_bounded_and_a_refusal_quotes_at_most_80_characters(
 
 
 def test_a_refusal_cuts_every_long_value_it_quotes_to_80_characters() -> None:
-    from flows.parameters import bounded
+    from flows.flow.parameters import bounded
 
     tag = "T" * 300_000
     message = bounded(f"refused: tags[0] {tag!r} and {tag}; paths[0] 'a.md'\nnext line", {"tags": [tag]})

@@ -12,7 +12,7 @@ import pytest
 from prefect.client.schemas.objects import FlowRun, TaskRun
 
 from fixtures_core.spec import Expectation, RowSpec
-from flows import row_subflow
+from flows.flow import row_subflow
 
 SECRET = "sk-" + "proj0123456789abcdefghijklmnop"
 ROW = RowSpec(

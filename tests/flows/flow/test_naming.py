@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fixtures_core.runs.options import RunOptions
 from fixtures_core.spec import FixtureFile, Matrix
-from flows.naming import artifact_key, flow_run_name, run_tags
+from flows.flow.naming import artifact_key, flow_run_name, run_tags
 
 
 def matrix(*names: str) -> Matrix:

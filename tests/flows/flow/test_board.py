@@ -11,7 +11,7 @@ from fixtures_core.results import Check, MetricValue, SampleResult
 from fixtures_core.runs.options import RunOptions
 from fixtures_core.runs.plan import plan
 from fixtures_core.spec import RowSpec
-from flows.board import RowBoard, baselines_first
+from flows.flow.board import RowBoard, baselines_first
 
 FIXTURE = """---
 metrics:

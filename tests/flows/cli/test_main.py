@@ -1,4 +1,4 @@
-"""The command line module (``flows.run``): what starting it costs."""
+"""The command line (``flows.cli``, ``python -m flows.run``): what starting it costs."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class LeaseGuard:
             env["PREFECT_API_AUTH_STRING"] = settings.api.auth_string.get_secret_value()
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "flows.lease_guard"],
+            [sys.executable, "-m", "flows.server.lease_guard"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

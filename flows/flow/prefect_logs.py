@@ -25,7 +25,7 @@ from types import TracebackType
 
 from prefect.exceptions import FailedRun
 
-from flows.states import Carried
+from flows.flow.states import Carried
 
 # The loggers of a flow run's and task runs' own lines (assay's, through get_run_logger, and the engine's).
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")

@@ -1,6 +1,6 @@
 """The Prefect flow: one subflow run per row holding its sample tasks, and a finalize task.
 
-That is the design card's shape and the default (``flows.row_subflow``: each
+That is the design card's shape and the default (``flows.flow.row_subflow``: each
 row's subflow run, its own budget as timeout, no retries, the run's tags);
 ``--rows-as-tasks`` makes each row a task run of the matrix's flow run
 instead, its samples nested tasks. Sample tasks never retry and never cache
@@ -11,15 +11,15 @@ interrupt a blocking call in a thread.
 Rows run on a thread pool (rows in flight); each takes slots for its samples
 from the run's one pool of sample slots (``runs.plan.pool_for``) and runs its
 sample tasks on the pool's threads, or on Dask workers
-(``flows.dask_workers``). ``limits`` also go through Prefect's global
-concurrency limits (``flows.concurrency``), which hold across flow runs.
+(``flows.flow.dask_workers``). ``limits`` also go through Prefect's global
+concurrency limits (``flows.flow.concurrency``), which hold across flow runs.
 
 What the UI shows: the flow run is named after the assay run id (and
-label) and tagged (``flows.naming``); every task ends in an honest state
-(``flows.states``); rows and failing samples log a concise line to the API;
+label) and tagged (``flows.flow.naming``); every task ends in an honest state
+(``flows.flow.states``); rows and failing samples log a concise line to the API;
 the report is a Markdown artifact and the rows and metrics are table
 artifacts, keyed per suite; ``assay.run.finished`` is emitted for
-automations (``flows.events``).
+automations (``flows.flow.events``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from flows.prefect_env import quiet_prefect
+from flows.server.prefect_env import quiet_prefect
 
 quiet_prefect()
 
@@ -76,21 +76,21 @@ from fixtures_core.runs.options import RunOptions, settings_for, store_for  # no
 from fixtures_core.runs.plan import Baseline, Plan, plan, pool_for, rows_at_once, run_limits, sample_slots  # noqa: E402
 from fixtures_core.runs.recorder import Recorder, open_run, run_recorded_row  # noqa: E402
 from fixtures_core.spec import RowSpec  # noqa: E402
-from flows import row_subflow, states  # noqa: E402
-from flows.abandoned import mark_abandoned  # noqa: E402
-from flows.api_watch import ApiWatch  # noqa: E402
-from flows.board import RowBoard, baselines_first  # noqa: E402
-from flows.concurrency import GlobalLimits  # noqa: E402
-from flows.confinement import Confinement  # noqa: E402
-from flows.dask_workers import DaskSamples, run_on_worker  # noqa: E402
-from flows.events import emit_run_finished  # noqa: E402
-from flows.lease_guard import LeaseGuard  # noqa: E402
-from flows.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
-from flows.owners import OWNER_LABEL, Owner  # noqa: E402
-from flows.parameters import MatrixParameters, bounded, flow_args_doc, flow_signature  # noqa: E402
-from flows.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
-from flows.row_subflow import RowSubflow, RowSubflows  # noqa: E402
-from flows.server import Backend, ServerError, url_answers  # noqa: E402
+from flows.flow import row_subflow, states  # noqa: E402
+from flows.flow.board import RowBoard, baselines_first  # noqa: E402
+from flows.flow.concurrency import GlobalLimits  # noqa: E402
+from flows.flow.confinement import Confinement  # noqa: E402
+from flows.flow.dask_workers import DaskSamples, run_on_worker  # noqa: E402
+from flows.flow.events import emit_run_finished  # noqa: E402
+from flows.flow.naming import artifact_key, flow_run_name, run_tags  # noqa: E402
+from flows.flow.parameters import MatrixParameters, bounded, flow_args_doc, flow_signature  # noqa: E402
+from flows.flow.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
+from flows.flow.row_subflow import RowSubflow, RowSubflows  # noqa: E402
+from flows.server.abandoned import mark_abandoned  # noqa: E402
+from flows.server.api_watch import ApiWatch  # noqa: E402
+from flows.server.lease_guard import LeaseGuard  # noqa: E402
+from flows.server.local import Backend, ServerError, url_answers  # noqa: E402
+from flows.server.owners import OWNER_LABEL, Owner  # noqa: E402
 
 T = TypeVar("T")
 
@@ -309,7 +309,7 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     The flow run ends Failed, naming the failing rows, when the verdict is
     FAIL or ERR (the run document is written first). A run started by a
     deployment, a schedule or the UI may only use its working folder and
-    ``ASSAY_ALLOWED_ROOTS`` (``flows.confinement``).
+    ``ASSAY_ALLOWED_ROOTS`` (``flows.flow.confinement``).
     """
     logger = get_run_logger()
     quiet_task_runs()

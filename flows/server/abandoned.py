@@ -3,7 +3,7 @@
 Heartbeats are off for ``assay run`` (they cost about 1 s per run), so a run
 killed with SIGKILL, or whose machine lost the server, would stay Running in
 the UI for good. Every flow run of ``assay-matrix`` records its process as
-``host:pid`` (``flows.owners``: its ``infrastructure_pid``, or its
+``host:pid`` (``flows.server.owners``: its ``infrastructure_pid``, or its
 ``assay.owner`` label on a work pool, whose worker writes a bare pid), and
 every new run, whoever started it, marks Crashed each Running one of this host
 whose process is gone, or is a newer process that reused its pid, and with it
@@ -34,8 +34,8 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.states import Crashed
 
-from flows import owners
-from flows.owners import Owner
+from flows.server import owners
+from flows.server.owners import Owner
 
 FLOW_NAME = "assay-matrix"
 _PAGE = 200

@@ -8,7 +8,7 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.results import Check, Outcomes, RowResult, SampleResult
 from fixtures_core.spec import Expectation, RowSpec
-from flows.states import Carried, carried, row_message, row_state, sample_log, sample_state
+from flows.flow.states import Carried, carried, row_message, row_state, sample_log, sample_state
 
 
 def sample(index: int, status: str = "PASS", **fields: object) -> SampleResult:

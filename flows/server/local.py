@@ -45,8 +45,8 @@ from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
 from fixtures_core.execution.containment import HELPER_VARIABLE
 from fixtures_core.execution.daemons import free_port
-from flows.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
-from flows.prefect_env import RECORDING
+from flows.server.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
+from flows.server.prefect_env import RECORDING
 
 PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
 DEFAULT_PORT = 4200  # Prefect's default, where its docs send people's browsers
@@ -119,13 +119,13 @@ def resolve_backend(say: Say = _silent) -> Backend:
         raise ServerError(f"{MODE_VARIABLE}={mode!r}: use 'local' (the default) or '{TEMPORARY}'")
     home = prefect_home()
     server = ensure_started(home, say=say)
-    stamp_used(home)  # the idle stop (flows.idle_stop) counts from the last run
+    stamp_used(home)  # the idle stop (flows.server.idle_stop) counts from the last run
     return Backend(server.api_url, server.ui_url, "local")
 
 
 def configured_api_url() -> str | None:
     """PREFECT_API_URL as Prefect resolves it (environment, active profile, prefect.toml, ...), or None."""
-    from flows.prefect_env import quiet_prefect
+    from flows.server.prefect_env import quiet_prefect
 
     quiet_prefect()  # before Prefect's first import
     from prefect.settings import get_current_settings

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 def cli() -> None:
     """``assay ...``: an interrupt while the imports run exits 2 with one line, never a traceback."""
-    from flows.interrupts import guard_start_up
-    from flows.streams import fill_closed
+    from flows.cli.interrupts import guard_start_up
+    from flows.cli.streams import fill_closed
 
     guard_start_up()
     fill_closed()  # a closed stdout or stderr gets /dev/null before any file is opened
-    from flows.run import cli as run_cli
+    from flows.cli.main import cli as run_cli
 
     run_cli()

@@ -12,7 +12,7 @@ the server has no deployments (a home that serves schedules or workers is
 infrastructure, never idle). It exits when the server is gone, however it
 went. ``ASSAY_SERVER_IDLE_MINUTES=0`` keeps servers up for good.
 
-    python -m flows.idle_stop HOME SECONDS
+    python -m flows.server.idle_watch HOME SECONDS   (the companion; started by ``start_companion``)
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from datetime import datetime
@@ -33,7 +32,7 @@ from pathlib import Path
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
 from fixtures_core.execution.containment import HELPER_VARIABLE
-from flows import owners
+from flows.server import owners
 
 IDLE_VARIABLE = "ASSAY_SERVER_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 120.0
@@ -66,12 +65,12 @@ def stamp_used(home: Path) -> None:
 def start_companion(home: Path, environ: dict[str, str] | None = None) -> int | None:
     """Start the idle stop of this home's server unless one runs or servers stay up; its pid."""
     after = idle_seconds(environ)
-    if after is None or _companion(home) is not None:
+    if after is None or companion_pid(home) is not None:
         return None
     stamp_used(home)
     process = subprocess.Popen(
-        [sys.executable, "-m", "flows.idle_stop", str(home), repr(after)],
-        cwd=Path(__file__).resolve().parents[1],
+        [sys.executable, "-m", "flows.server.idle_watch", str(home), repr(after)],
+        cwd=Path(__file__).resolve().parents[2],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -84,21 +83,21 @@ def start_companion(home: Path, environ: dict[str, str] | None = None) -> int | 
 
 def stop_companion(home: Path) -> None:
     """Stop this home's idle stop (the server is being stopped another way)."""
-    pid = _companion(home)
+    pid = companion_pid(home)
     if pid is not None and pid != os.getpid():
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
         (home / PID_FILE).unlink(missing_ok=True)
 
 
-def _companion(home: Path) -> int | None:
+def companion_pid(home: Path) -> int | None:
     """The pid of a live idle stop of this home, if any."""
     try:
         pid = int((home / PID_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
     command = procfs.argv(pid) or []
-    return pid if procfs.alive(pid) and "flows.idle_stop" in command else None
+    return pid if procfs.alive(pid) and "flows.server.idle_watch" in command else None
 
 
 def _post(api_url: str, path: str, body: dict[str, object]) -> object:
@@ -115,7 +114,7 @@ def _post(api_url: str, path: str, body: dict[str, object]) -> object:
 
 def in_use(api_url: str) -> bool:
     """True unless the server answers that it has no deployments and no live flow runs. A run left Running
-    by a process that is gone (SIGKILLed, its machine rebooted: ``flows.owners``) is not live."""
+    by a process that is gone (SIGKILLed, its machine rebooted: ``flows.server.owners``) is not live."""
     deployments = _post(api_url, "deployments/count", {})
     live = _post(api_url, "flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": _LIVE_STATES}}},
                                                "limit": _PAGE})  # fmt: skip
@@ -139,36 +138,3 @@ def _epoch(text: object) -> float | None:
         return datetime.fromisoformat(text).timestamp() if isinstance(text, str) else None
     except ValueError:
         return None
-
-
-def watch(home: Path, after: float) -> None:
-    """Stop the home's server once it has been unused for ``after`` seconds; return when it is gone."""
-    from flows.server import find, stop
-
-    every = max(1.0, min(60.0, after / 3))
-    while True:
-        time.sleep(every)
-        server = find(home)
-        if server is None:
-            return
-        try:
-            unused = time.time() - (home / STAMP).stat().st_mtime
-        except OSError:
-            unused = after
-        if unused >= after and not in_use(server.api_url):
-            stop(home)
-            return
-
-
-def main(argv: list[str]) -> int:
-    home, after = Path(argv[0]), float(argv[1])
-    try:
-        watch(home, after)
-    finally:
-        if _companion(home) == os.getpid():
-            (home / PID_FILE).unlink(missing_ok=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -14,7 +14,7 @@ stop reasons (its time budget among them) every second, and says what it
 waits for ("waiting for provider=claude (2 of 2 held)").
 
 Slots are held through leases that this process renews while the sample
-runs, so a run that dies stops renewing; the lease guard (``flows.lease_guard``)
+runs, so a run that dies stops renewing; the lease guard (``flows.server.lease_guard``)
 gives a dead run's leases back at once rather than when they expire.
 """
 
@@ -35,7 +35,7 @@ from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound, PrefectHTTPS
 
 from fixtures_core.execution.slots import LimitKey
 from fixtures_core.spec import Limit
-from flows.lease_guard import LeaseGuard
+from flows.server.lease_guard import LeaseGuard
 
 _BANNED = str.maketrans({ch: "_" for ch in "/%&><"})  # characters Prefect refuses in names
 _WAIT_S = 1.0  # one try at the server's slots; between tries, the row's stop reasons are looked at

@@ -10,7 +10,7 @@ run therefore records the process that runs it:
   worker writes its own bare pid (``4242``, no host) there, which says nothing
   about which machine ran it, and may land after assay's.
 
-Standard library only: the idle stop (``flows.idle_stop``) judges runs too.
+Standard library only: the idle stop (``flows.server.idle_stop``) judges runs too.
 """
 
 from __future__ import annotations

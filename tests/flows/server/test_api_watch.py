@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fixtures_core.execution.daemons import free_port
-from flows.api_watch import ApiWatch, probe_health
+from flows.server.api_watch import ApiWatch, probe_health
 
 
 def watch_of(seen: Iterator[str], now: list[float]) -> ApiWatch:

@@ -37,7 +37,7 @@ from fixtures_core.errors import AssayError
 from fixtures_core.runs.options import RunOptions, store_for
 from fixtures_core.spec import Matrix
 from fixtures_core.text import excerpt
-from flows.parameters import QUOTED_CHARS, ParameterError, quoted
+from flows.flow.parameters import QUOTED_CHARS, ParameterError, quoted
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient

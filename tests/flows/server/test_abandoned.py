@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from prefect.client.schemas.objects import FlowRun
 
-from flows.abandoned import is_gone
-from flows.owners import OWNER_LABEL, Owner
+from flows.server.abandoned import is_gone
+from flows.server.owners import OWNER_LABEL, Owner
 
 HOST = socket.gethostname()
 
