@@ -102,8 +102,9 @@ def test_a_failing_run_looks_failed_with_its_reasons(tmp_path: Path, client: Syn
     for index in range(5):
         name, message = seen.state(f"API low #{index}")
         assert name == "Failed" and message.startswith(
-            'FAIL: CEL assertion false (clause 3 of 3 is false: json.controls.reasoningEffort.observed.value == "low")'
-        )
+            "FAIL: CEL assertion false (clause 3 of 3 is false: json.controls.reasoningEffort.observed.value"
+            ' == "low"; json.controls.reasoningEffort.observed.value was "medium")'
+        )  # the clause, and what its side was
         assert message.endswith("(exit code 0)")
     assert [seen.state(f"API flaky #{i}")[0] for i in range(5)] == ["Completed"] * 3 + ["Failed", "Completed"]
     assert {seen.state(f"CLI high #{i}")[0] for i in range(5)} == {"Completed"}

@@ -173,7 +173,9 @@ def test_bad_choice_of_progress_is_an_exit_2(tmp_path: Path) -> None:
 def test_report_needs_a_file_to_write(tmp_path: Path) -> None:
     done = run_cli(["report", "latest", "--out", str(tmp_path)], tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: assay report: give at least one of --html, --junit, --summary, --frame"
+    assert done.stderr.strip() == (
+        "error: assay report: give at least one of --html, --html-bundle, --junit, --summary, --frame"
+    )
 
 
 def test_plain_progress_goes_to_stderr_never_to_stdout_or_the_json(tmp_path: Path) -> None:
