@@ -9,9 +9,7 @@ if __name__ == "__main__":  # an interrupt during the slow imports below exits 2
     guard_start_up()
     fill_closed()
 
-from flows.cli.main import leave, main, module_main  # noqa: E402
-
-__all__ = ["main", "module_main"]
+from flows.cli.main import leave, main, module_main  # noqa: E402, F401  (main: for scripts that import flows.run)
 
 if __name__ == "__main__":
     leave(module_main(last=True))

@@ -68,7 +68,7 @@ tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;bo
 details.metric-detail{border:0;padding:0}details.metric-detail>summary h3{display:inline-block}
 .metric-trend{display:flex;align-items:center;gap:8px;margin:1px 0}.metric-trend .name{width:130px;font-size:12px}
 .metric-trend .step-text{font-size:12px;max-width:240px}table.trends td.changed{min-width:170px;font-size:13px}
-table.trends td:first-child{max-width:220px;overflow-wrap:anywhere}
+table.trends td:first-child{min-width:9em;max-width:220px;overflow-wrap:break-word}
 """
 
 
