@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -182,26 +182,42 @@ def conjuncts(expression: str) -> list[str]:
     A top-level ``||`` or ``?:`` binds looser than ``&&``, so an expression holding one is kept whole;
     operators inside brackets and string literals (quoted, triple-quoted, raw) do not count.
     """
+    parts = operands(expression, "&&", looser=("||", "?"))
+    return parts if parts is not None and all(parts) else [expression.strip()]
+
+
+def operands(expression: str, joiner: str, looser: tuple[str, ...]) -> list[str] | None:
+    """The operands ``joiner`` joins at the top level of ``expression`` (the whole of it alone when it has
+    none); None when an operator in ``looser``, which binds looser than ``joiner``, is at the top level."""
     parts: list[str] = []
-    depth, start, index = 0, 0, 0
+    start = 0
+    for index, depth in code_positions(expression):
+        if depth or index < start:
+            continue
+        if expression.startswith(looser, index):
+            return None
+        if expression.startswith(joiner, index):
+            parts.append(expression[start:index].strip())
+            start = index + len(joiner)
+    parts.append(expression[start:].strip())
+    return parts
+
+
+def code_positions(expression: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """Each index of ``expression`` from ``start`` that is not inside a string literal, with its bracket
+    depth there (an opening bracket at the depth around it, a closing one at the depth it returns to)."""
+    depth, index = 0, start
     while index < len(expression):
         char = expression[index]
         if char in "\"'":
             index = _string_end(expression, index)
             continue
+        if char in ")]}":
+            depth -= 1
+        yield index, depth
         if char in "([{":
             depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and (expression.startswith("||", index) or char == "?"):
-            return [expression.strip()]
-        elif depth == 0 and expression.startswith("&&", index):
-            parts.append(expression[start:index].strip())
-            start = index + 2
-            index += 1
         index += 1
-    parts.append(expression[start:].strip())
-    return parts if all(parts) else [expression.strip()]
 
 
 _LITERAL = re.compile(
@@ -214,27 +230,18 @@ def comparison(expression: str) -> tuple[str, str, str] | None:
     """``(left, operator, right)`` when ``expression`` is a single comparison at its top level (``==``,
     ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``); None otherwise (a conjunction, a call, a negation)."""
     found: list[tuple[int, str]] = []
-    depth, index = 0, 0
-    while index < len(expression):
-        char = expression[index]
-        if char in "\"'":
-            index = _string_end(expression, index)
+    after = 0  # the end of the last operator found
+    for index, depth in code_positions(expression):
+        if depth or index < after:
             continue
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0:
-            if expression.startswith(("&&", "||"), index) or char == "?":
-                return None
-            operator = next((op for op in _OPERATORS if expression.startswith(op, index)), None)
-            if operator is None and index > 0 and re.match(r"\sin\s", expression[index - 1 : index + 3]):
-                operator = "in"
-            if operator is not None:
-                found.append((index, operator))
-                index += len(operator)
-                continue
-        index += 1
+        if expression.startswith(("&&", "||", "?"), index):
+            return None
+        operator = next((op for op in _OPERATORS if expression.startswith(op, index)), None)
+        if operator is None and index > 0 and re.match(r"\sin\s", expression[index - 1 : index + 3]):
+            operator = "in"
+        if operator is not None:
+            found.append((index, operator))
+            after = index + len(operator)
     if len(found) != 1:
         return None
     at, operator = found[0]

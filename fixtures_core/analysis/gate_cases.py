@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from fixtures_core.analysis.shipgate import GateResult, SuiteOutcome, gate_context
-from fixtures_core.cel import compile_expression, conjuncts
+from fixtures_core.cel import code_positions, compile_expression, conjuncts, operands
 from fixtures_core.errors import CelError
 from fixtures_core.parsing.suite import GATE_VARIABLES
 
@@ -77,26 +77,8 @@ _SIDE_CHARS = 60  # a longer side (a whole filter) says less than the gate's nam
 
 def _disjuncts(cel: str) -> list[str]:
     """The top-level ``||`` operands of ``cel`` (one item when there is none, or a ``?:`` at the top)."""
-    parts: list[str] = []
-    depth, start, index = 0, 0, 0
-    while index < len(cel):
-        char = cel[index]
-        if char in "\"'":
-            index = _string_end(cel, index)
-            continue
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and char == "?":
-            return [cel.strip()]
-        elif depth == 0 and cel.startswith("||", index):
-            parts.append(cel[start:index].strip())
-            start = index + 2
-            index += 1
-        index += 1
-    parts.append(cel[start:].strip())
-    return [part for part in parts if part] or [cel.strip()]
+    parts = operands(cel, "||", looser=("?",))
+    return [part for part in parts if part] or [cel.strip()] if parts is not None else [cel.strip()]
 
 
 def _macros(cel: str) -> list[tuple[str, str, str]]:
@@ -151,47 +133,13 @@ def _opening(cel: str, close: int) -> int | None:
 
 
 def _closing(cel: str, opening: int) -> int | None:
-    depth = 0
-    index = opening
-    while index < len(cel):
-        char = cel[index]
-        if char in "\"'":
-            index = _string_end(cel, index)
-            continue
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index
-        index += 1
-    return None
-
-
-def _string_end(cel: str, start: int) -> int:
-    quote = cel[start]
-    index = start + 1
-    while index < len(cel):
-        if cel[index] == "\\":
-            index += 2
-            continue
-        if cel[index] == quote:
-            return index + 1
-        index += 1
-    return len(cel)
+    """The index of the bracket that closes the one at ``opening`` (brackets in strings do not count)."""
+    return next((index for index, depth in code_positions(cel, opening) if depth == 0 and cel[index] in ")]}"), None)
 
 
 def _inside_string(cel: str, position: int) -> bool:
-    index = 0
-    while index < position:
-        if cel[index] in "\"'":
-            end = _string_end(cel, index)
-            if end > position:
-                return True
-            index = end
-            continue
-        index += 1
-    return False
+    """True when ``position`` is inside a string literal of ``cel``."""
+    return next((index != position for index, _ in code_positions(cel) if index >= position), True)
 
 
 def _unmet(receiver: str, variable: str, predicate: str, context: dict[str, object]) -> Sequence[str]:
