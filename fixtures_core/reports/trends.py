@@ -98,8 +98,7 @@ def spark(values: Sequence[float | None]) -> str:
         low, high = middle - least / 2, middle + least / 2
     span = high - low
     return "".join(
-        _ABSENT if v is None else _BLOCKS[0 if span == 0 else max(0, min(7, int((v - low) / span * 8)))]
-        for v in values
+        _ABSENT if v is None else _BLOCKS[0 if span == 0 else max(0, min(7, int((v - low) / span * 8)))] for v in values
     )
 
 
