@@ -6,11 +6,12 @@ executes; every engine runs its rows through ``run_recorded_row``."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.errors import UsageError
+from fixtures_core.errors import AssayError, UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import Resumed, SamplePool
 from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
@@ -150,6 +151,17 @@ def open_run(options: RunOptions, run_id: str, planned: Plan, listener: Progress
     store = store_for(options)
     if planned.resumed is not None:
         return Recorder(store, run_id, planned.matrix, planned.started_at or utc_now(), listener, planned.resumed)
-    recorder = Recorder(store, run_id, planned.matrix, listener=listener)
-    write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
+    recorder: Recorder | None = None
+    try:
+        recorder = Recorder(store, run_id, planned.matrix, listener=listener)
+        write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
+    except OSError as exc:  # a full disk, most often: leave no folder that looks like a run to resume
+        if recorder is not None:
+            recorder.release()
+        shutil.rmtree(store.run_dir(run_id), ignore_errors=True)
+        where = exc.filename or store.run_dir(run_id)
+        raise AssayError(
+            f"{where}: {exc.strerror or exc}: the run could not start (nothing ran; its folder "
+            f"{store.run_dir(run_id)} was removed)"
+        ) from None
     return recorder
