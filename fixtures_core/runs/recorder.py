@@ -19,7 +19,7 @@ from fixtures_core.files import repair_torn_tail
 from fixtures_core.records.lock import RunLock
 from fixtures_core.records.resume import write_started
 from fixtures_core.records.rundoc import RunResult, utc_now
-from fixtures_core.records.shareable import shareable_row
+from fixtures_core.records.shareable import shareable_row, shareable_sample
 from fixtures_core.records.store import Store
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult, SampleResult
@@ -92,10 +92,14 @@ class Recorder:
             for sample in kept or self.resumed.samples.get(row.id, ()):
                 self.listener.sample_finished(row, sample)
 
-    def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
+    def on_sample(self, row: RowSpec, sample: SampleResult) -> SampleResult:
+        """Write a finished sample's evidence; return what its row keeps in memory: the form run.json keeps
+        (``shareable_sample``), as the whole output is on disk now. An A/B arm's sample stays whole: its
+        judge reads the output."""
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
         if self.listener is not None:
             self.listener.sample_finished(row, sample)
+        return sample if row.ab is not None else shareable_sample(sample)
 
     def on_row(self, row: RowResult) -> None:
         """A row's samples are done; its metrics and comparisons come at finalize."""
