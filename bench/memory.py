@@ -243,6 +243,15 @@ def main(argv: list[str] | None = None) -> int:
 def report(document: dict[str, object]) -> None:
     machine = document["machine"]  # type: ignore[index]
     print(f"\nassay memory; {machine['cpus']} CPUs, {machine['date']}")  # type: ignore[index]
+    if document["runs"]:
+        report_runs(document)
+    if document["finalize"]:
+        report_finalize(document)
+    report_scaling(document.get("scaling") or {})  # type: ignore[arg-type]
+
+
+def report_runs(document: dict[str, object]) -> None:
+    """Part 1's table and targets."""
     print(f"1. {ROWS} samples, each printing {OUTPUT_BYTES // c.MB} MiB to stdout (capture cap keeps 1 MiB); "
           "`-true` = same run of `true`")  # fmt: skip
     rows = []
@@ -259,6 +268,10 @@ def report(document: dict[str, object]) -> None:
             met = v["peak_rss_mb"] <= TARGET_RUN_MB
             print(f"  [{'met ' if met else 'MISS'}] {name}: peak RSS {v['peak_rss_mb']:.0f} MB (<= {TARGET_RUN_MB:g})"
                   f"; whole tree {v['tree_peak_mb']:.0f} MB")  # fmt: skip
+
+
+def report_finalize(document: dict[str, object]) -> None:
+    """Part 2's table."""
     print("\n2. finalize step (finalize_rows + summarize + to_document), synthetic rows, in a child process")
     rows = []
     for f in document["finalize"]:  # type: ignore[union-attr]
@@ -270,7 +283,6 @@ def report(document: dict[str, object]) -> None:
                      f["process_peak_rss_mb"], f["document_mb"]])  # fmt: skip
     print(c.table(["rows x smp x met", "finalize s", "json s", "peak +MB", "tracemalloc MB", "RSS built MB",
                    "process peak MB", "doc MB"], rows))  # fmt: skip
-    report_scaling(document.get("scaling") or {})  # type: ignore[arg-type]
 
 
 def report_scaling(scaling: dict[str, dict[str, object]]) -> None:

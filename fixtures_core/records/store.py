@@ -141,7 +141,8 @@ class Store:
         if refusal is not None and not force:
             raise UsageError(f"not blessing run {run.run_id}: {refusal} (--force blesses it anyway)")
         target = self.baseline_file(name)
-        write_json_atomic(target, to_document(run))
+        check_folder(target.parent)  # a planted link would lead the baseline elsewhere
+        write_json_atomic(target, to_document(run), own=True)
         return target
 
     def runs(self) -> list[Path]:

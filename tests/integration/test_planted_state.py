@@ -135,3 +135,30 @@ def test_numbers_in_a_start_record_are_bounded(project: Path, field: str, value:
     relative = started.relative_to(project)
     assert err.startswith(f"error: {relative}: options.{field}: "), err
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> Path:
+    project = tmp_path / "finished"
+    project.mkdir()
+    (project / "fixture.md").write_text(FIXTURE)
+    done = run_cli(["fixture.md", "--engine", "local", "--out", ".assay"], cwd=project, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return project
+
+
+def test_bless_replaces_a_planted_fifo_and_refuses_a_symlinked_baselines_folder(finished: Path, tmp_path: Path) -> None:
+    baselines = finished / ".assay" / "baselines"
+    baselines.mkdir()
+    os.mkfifo(baselines / "shipped.json")
+    blessed = run_cli(["bless", "latest", "--out", ".assay"], cwd=finished, timeout=30)  # a hang fails here
+    assert blessed.returncode == 0, blessed.stdout + blessed.stderr
+    assert json.loads((baselines / "shipped.json").read_text())["schema"] == "assay.run/v1"
+    shutil.rmtree(baselines)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    baselines.symlink_to(elsewhere)
+    refused = run_cli(["bless", "latest", "--out", ".assay"], cwd=finished, timeout=30)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: .assay/baselines: a symlink where assay keeps a folder"), refused.stderr
+    assert list(elsewhere.iterdir()) == []
