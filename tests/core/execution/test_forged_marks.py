@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.execution import procfs
+from fixtures_core.execution.cgroups import cgroup_base
 from fixtures_core.execution.containment import HELPER_VARIABLE, TOKEN_VARIABLE, Containment, is_helper
 from fixtures_core.execution.sampling import execute
 from tests.core.execution.test_containment import MODES, bash, soon
@@ -32,15 +33,20 @@ FORGERIES = {
 def test_a_process_with_a_forged_mark_is_swept_when_the_run_closes(forgery: str, cgroups: bool, tmp_path: Path) -> None:
     pid_file = tmp_path / "escaped.pid"
     quoted = shlex.quote(str(pid_file))
-    leave = "echo $$ > /sys/fs/cgroup/cgroup.procs 2>/dev/null;" if cgroups else ""
+    # As root with cgroups it leaves its sample's cgroup too, for the cgroup assay's own cgroup sits in.
+    base = cgroup_base()
+    leave = f"echo $$ > {shlex.quote(str(base[0] / 'cgroup.procs'))} 2>/dev/null;" if cgroups and base else ""
     script = (
-        f"setsid env -i {FORGERIES[forgery]} sh -c '{leave} echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted};"
+        f"setsid env -i {FORGERIES[forgery]} sh -c '{leave} grep ^0:: /proc/$$/cgroup > {quoted}.cgroup;"
+        f" echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted};"
         f" exec sleep 60' >/dev/null 2>&1 </dev/null & while [ ! -e {quoted} ]; do sleep 0.01; done"
     )
     with Containment(use_cgroups=cgroups) as containment:
         result = execute(bash(script), deadline=soon(), containment=containment)
         escaped = int(pid_file.read_text())
         assert result.exit_code == 0
+    if cgroups and base is not None:  # it did leave: no cgroup of the run holds it
+        assert Path(f"{pid_file}.cgroup").read_text().strip() == f"0::{base[1]}"
     assert gone_soon(escaped), f"the process with {forgery} outlived the run"
 
 
