@@ -89,7 +89,8 @@ def find_started(store: Store, reference: str) -> Started:
     started = read_started(path)
     if not _RUN_ID.fullmatch(started.run_id):
         raise BaselineError(str(path), f"start record with an invalid run id {started.run_id!r}")
-    for folder in (store.root / "runs", store.run_dir(started.run_id), store.run_dir(started.run_id) / "evidence"):
+    run_dir = store.run_dir(started.run_id)
+    for folder in (store.root / "runs", run_dir, *(run_dir / name for name in ("evidence", "attempts", "judge"))):
         check_folder(folder)  # a symlinked run folder would lead the resumed run's writes elsewhere
     if path.parent.resolve() != store.run_dir(started.run_id).resolve():
         raise UsageError(

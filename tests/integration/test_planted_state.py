@@ -162,3 +162,20 @@ def test_bless_replaces_a_planted_fifo_and_refuses_a_symlinked_baselines_folder(
     assert refused.returncode == 2
     assert refused.stderr.startswith("error: .assay/baselines: a symlink where assay keeps a folder"), refused.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["evidence", "attempts"])
+def test_a_symlinked_folder_inside_a_run_folder_is_not_followed(project: Path, tmp_path: Path, name: str) -> None:
+    folder = run_folder(project) / name
+    elsewhere = tmp_path / "elsewhere"
+    if folder.exists():
+        folder.rename(elsewhere)
+    else:
+        elsewhere.mkdir()
+    folder.symlink_to(elsewhere)
+    before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
+    code, out, err = resume(project)
+    assert code == 2, out + err
+    relative = folder.relative_to(project)
+    assert err.startswith(f"error: {relative}: a symlink where assay keeps a folder"), err
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
