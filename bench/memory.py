@@ -14,6 +14,11 @@
    RSS high-water mark is reset (``/proc/self/clear_refs``) after the
    objects are built, and read after finalize.
 
+3. Peak RSS against the number of samples (issue 31): 40 and then 400 rows
+   x 1 sample, each printing 2 MiB (above the 1 MiB capture cap), local and
+   Prefect engines. Memory is bounded by the capture cap when the 400-sample
+   run peaks within 1.5x of the 40-sample run (``--parts 3`` runs only this).
+
 See bench/README.md for what each figure means.
 """
 
@@ -33,14 +38,17 @@ import _common as c  # noqa: E402
 ROWS = 20
 OUTPUT_BYTES = 10 * 1024 * 1024
 TARGET_RUN_MB = 300.0
+SCALING_COUNTS = (40, 400)
+SCALING_BYTES = 2 * 1024 * 1024
+SCALING_BOUND = 1.5  # the 400-sample run's peak RSS over the 40-sample run's
 
 
-def chatty_fixture(folder: Path, rows: int, output_bytes: int) -> Path:
+def chatty_fixture(folder: Path, rows: int, output_bytes: int, name: str = "chatty") -> Path:
     script = f"yes 0123456789abcdef | head -c {output_bytes}"
     lines = ["---", "exec: sh", "args:", "  - -c", f'  - "{script}"', "timeout: 120s", "---", "",
              "# memory bench: every sample prints a lot", "", "| Name |", "|------|"]  # fmt: skip
-    lines += [f"| chatty-{i:02d} |" for i in range(rows)]
-    path = folder / "chatty.md"
+    lines += [f"| chatty-{i:03d} |" for i in range(rows)]
+    path = folder / f"{name}.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -168,11 +176,24 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return rows, samples, metrics
 
 
+def run_scaling(engines: list[str], work: Path, runs: int, timeout: float) -> dict[str, object]:
+    """Part 3: the same chatty sample 40 and 400 times, per engine; the peak RSS ratio of the two."""
+    figures: dict[str, object] = {}
+    for engine in engines:
+        for count in SCALING_COUNTS:
+            name = f"{engine}-{count}x2MiB"
+            print(f"scaling: {name}", file=sys.stderr)
+            fixture = chatty_fixture(work, count, SCALING_BYTES, f"scaling-{count}")
+            figures[name] = run_variant(name, fixture, engine, work, runs, timeout)
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1, help="runs of each engine variant; the median is kept (1)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "memory.json"), help="JSON file")
-    parser.add_argument("--engines", default="local,prefect", help="engines for part 1 (local,prefect)")
+    parser.add_argument("--engines", default="local,prefect", help="engines for parts 1 and 3 (local,prefect)")
+    parser.add_argument("--parts", default="1,2,3", help="which parts to run (1,2,3)")
     parser.add_argument(
         "--finalize-shape", type=parse_shape, action="append", metavar="RxSxM",
         help="synthetic matrix for part 2, rows x samples x metrics; repeatable (10000x1x0)",
@@ -192,16 +213,18 @@ def main(argv: list[str] | None = None) -> int:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     work = Path(tempfile.mkdtemp(prefix="assay-bench-memory-"))
     document: dict[str, object] = {"machine": c.machine(), "rows": ROWS, "output_bytes_per_sample": OUTPUT_BYTES}
+    parts = {p.strip() for p in args.parts.split(",")}
     try:
-        chatty, quiet = chatty_fixture(work, ROWS, OUTPUT_BYTES), quiet_fixture(work, ROWS)
         runs: dict[str, object] = {}
-        for engine in engines:
-            print(f"run: {engine} engine", file=sys.stderr)
-            runs[f"{engine}-10MiB"] = run_variant(f"{engine}-10MiB", chatty, engine, work, args.runs, args.timeout)
-            runs[f"{engine}-true"] = run_variant(f"{engine}-true", quiet, engine, work, args.runs, args.timeout)
+        if "1" in parts:
+            chatty, quiet = chatty_fixture(work, ROWS, OUTPUT_BYTES), quiet_fixture(work, ROWS)
+            for engine in engines:
+                print(f"run: {engine} engine", file=sys.stderr)
+                runs[f"{engine}-10MiB"] = run_variant(f"{engine}-10MiB", chatty, engine, work, args.runs, args.timeout)
+                runs[f"{engine}-true"] = run_variant(f"{engine}-true", quiet, engine, work, args.runs, args.timeout)
         document["runs"] = runs
         finalize: list[dict[str, object]] = []
-        for shape in shapes:
+        for shape in shapes if "2" in parts else []:
             print(f"finalize: {shape[0]} rows x {shape[1]} samples x {shape[2]} metrics", file=sys.stderr)
             figures = run_finalize(shape, False, args.timeout, work)
             if not args.no_tracemalloc and "error" not in figures:
@@ -209,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures["tracemalloc_peak_mb"] = traced.get("tracemalloc_peak_mb")
             finalize.append(figures)
         document["finalize"] = finalize
+        document["scaling"] = run_scaling(engines, work, args.runs, args.timeout) if "3" in parts else {}
     finally:
         leftover = c.kill_leftovers()
         shutil.rmtree(work, ignore_errors=True)
@@ -219,6 +243,15 @@ def main(argv: list[str] | None = None) -> int:
 def report(document: dict[str, object]) -> None:
     machine = document["machine"]  # type: ignore[index]
     print(f"\nassay memory; {machine['cpus']} CPUs, {machine['date']}")  # type: ignore[index]
+    if document["runs"]:
+        report_runs(document)
+    if document["finalize"]:
+        report_finalize(document)
+    report_scaling(document.get("scaling") or {})  # type: ignore[arg-type]
+
+
+def report_runs(document: dict[str, object]) -> None:
+    """Part 1's table and targets."""
     print(f"1. {ROWS} samples, each printing {OUTPUT_BYTES // c.MB} MiB to stdout (capture cap keeps 1 MiB); "
           "`-true` = same run of `true`")  # fmt: skip
     rows = []
@@ -235,6 +268,10 @@ def report(document: dict[str, object]) -> None:
             met = v["peak_rss_mb"] <= TARGET_RUN_MB
             print(f"  [{'met ' if met else 'MISS'}] {name}: peak RSS {v['peak_rss_mb']:.0f} MB (<= {TARGET_RUN_MB:g})"
                   f"; whole tree {v['tree_peak_mb']:.0f} MB")  # fmt: skip
+
+
+def report_finalize(document: dict[str, object]) -> None:
+    """Part 2's table."""
     print("\n2. finalize step (finalize_rows + summarize + to_document), synthetic rows, in a child process")
     rows = []
     for f in document["finalize"]:  # type: ignore[union-attr]
@@ -246,6 +283,31 @@ def report(document: dict[str, object]) -> None:
                      f["process_peak_rss_mb"], f["document_mb"]])  # fmt: skip
     print(c.table(["rows x smp x met", "finalize s", "json s", "peak +MB", "tracemalloc MB", "RSS built MB",
                    "process peak MB", "doc MB"], rows))  # fmt: skip
+
+
+def report_scaling(scaling: dict[str, dict[str, object]]) -> None:
+    """Part 3's table, and whether each engine's 400-sample peak is within the bound of its 40-sample peak."""
+    if not scaling:
+        return
+    few, many = SCALING_COUNTS
+    print(f"\n3. {few} then {many} samples, each printing {SCALING_BYTES // c.MB} MiB (capture cap keeps 1 MiB)")
+    rows = []
+    for name, v in scaling.items():
+        if "error" in v:
+            rows.append([name, str(v["error"])[:60], None, None, None])
+            continue
+        run = v["run"]
+        assert isinstance(run, dict)
+        rows.append([name, v["wall_s"], v["peak_rss_mb"], v["tree_peak_mb"], run.get("samples")])
+    print(c.table(["run", "wall s", "peak RSS MB", "tree PSS MB", "samples"], rows))
+    for engine in sorted({name.split("-")[0] for name in scaling}):
+        small, large = scaling.get(f"{engine}-{few}x2MiB", {}), scaling.get(f"{engine}-{many}x2MiB", {})
+        if "peak_rss_mb" not in small or "peak_rss_mb" not in large:
+            continue
+        ratio = float(large["peak_rss_mb"]) / float(small["peak_rss_mb"])  # type: ignore[arg-type]
+        met = ratio <= SCALING_BOUND
+        print(f"  [{'met ' if met else 'MISS'}] {engine}: {many} samples peak {large['peak_rss_mb']:.0f} MB = "
+              f"{ratio:.2f}x the {few}-sample peak {small['peak_rss_mb']:.0f} MB (<= {SCALING_BOUND}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
     ├── FixtureError           a fixture file is wrong: prints ``path:line: field: message``
     ├── CelError               an expression does not compile; carries the expression
     ├── BaselineError          a saved run cannot serve as a baseline
-    └── UsageError             a command-line option is out of range
+    ├── UsageError             a command-line option is out of range
+    └── StateError             a planted file in the state folder (a symlink, a FIFO)
 
 Every error renders as one line (``str(error)``) that names where the problem
 is and, where it can, what to do next.
@@ -67,3 +68,13 @@ class ValidationFailed(AssayError):
     def __init__(self, errors: Sequence[AssayError | str]) -> None:
         self.errors = list(errors)
         super().__init__("\n".join(str(e) for e in errors))
+
+
+class StateError(AssayError):
+    """A file or folder in the state folder that assay did not make (a symlink, a FIFO, a device where
+    assay keeps a file or folder): refused, never followed or opened. Prints ``path: reason``."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")

@@ -41,23 +41,24 @@ def json_text(document: object) -> str:
     return json.dumps(document, indent=1, default=str) + "\n"
 
 
-def write_json_atomic(path: Path, document: object) -> None:
+def write_json_atomic(path: Path, document: object, *, own: bool = False) -> None:
     """Write ``json_text(document)`` atomically (see ``write_atomic``)."""
-    write_text_atomic(path, json_text(document))
+    write_text_atomic(path, json_text(document), own=own)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, own: bool = False) -> None:
     """Write a UTF-8 text file atomically (see ``write_atomic``)."""
-    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), own=own)
 
 
-def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+def write_atomic(path: Path, write: Callable[[Path], object], *, own: bool = False) -> None:
     """Call ``write`` on a temporary file beside ``path``, then move it into place in one step.
 
     Only a regular file (or a new one) is replaced: a device, FIFO or terminal the user named
-    (``--json /dev/stdout``) is written through, never renamed over.
+    (``--json /dev/stdout``) is written through, never renamed over. One of assay's ``own`` files
+    (in the state folder, where anything else was planted) is always replaced, never written through.
     """
-    if path.exists() and not path.is_file():
+    if not own and path.exists() and not path.is_file():
         write(path)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +108,9 @@ def append_json_line(path: Path, document: object) -> None:
     one torn last line, which readers skip. A short write (a full disk) raises OSError."""
     data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # Evidence lives in the state folder, where a symlink or FIFO may have been planted: a link is never
+        # followed, and a FIFO without a reader fails at once (ENXIO) instead of hanging the run.
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         try:
             written = os.write(descriptor, data)
         finally:

@@ -7,10 +7,17 @@ What a sample's processes are, strongest evidence first:
 2. **its process group**: the leader starts a new session, so ``killpg``
    reaches everything that stayed in it;
 3. **its token**: every sample's environment holds ``ASSAY_SAMPLE_ID``
-   (unique per sample). assay is a child subreaper
+   (unique per sample: a secret of 128 random bits per run, then the sample's
+   number). assay is a child subreaper
    (``PR_SET_CHILD_SUBREAPER``) while a run is open, so a process that left
    the group (``setsid``, a double fork, ``nohup &``) becomes assay's own child
    when its parent dies, and is recognised there by the token.
+
+Tokens and helper marks are claims a process makes about itself, so the
+sweep at a run's close trusts them only when they are this process's own: a
+token spares an adopted process only while a run of this process holds it,
+and a helper mark (``helper_mark``) carries a secret drawn when assay
+started. A process that forges either is swept like any other escapee.
 
 All three are used together. Python cannot start a child inside a cgroup,
 so with a cgroup the command waits behind a start gate (``StartGate``: a tiny
@@ -61,6 +68,8 @@ TOKEN_VARIABLE = "ASSAY_SAMPLE_ID"
 # Set in the environment of assay's own long-lived helpers (the Prefect server, the watchdog, the lease
 # guard, the idle stop): the sweep of escaped processes at a run's close never takes one for an escapee.
 HELPER_VARIABLE = "ASSAY_HELPER"
+_HELPER_SECRET = secrets.token_hex(16)  # a sample cannot read it: samples never get HELPER_VARIABLE
+_TOKEN_BYTES = 16  # a run's token: 128 random bits, never guessed
 _KILL_WAIT_S = 5.0  # after SIGKILL: how long to wait for the processes to be gone
 _SWEEPS = 20  # rounds of killing escapees: each round's kills may hand assay their orphaned children
 _PR_SET_CHILD_SUBREAPER = 36
@@ -94,7 +103,7 @@ class Containment:
         # Set once every row is done and the run's document is being written: an interrupt then kills
         # what still runs (a judge) but must not cut the writing short.
         self.closing: threading.Event = threading.Event()
-        self.token: str = secrets.token_hex(6)
+        self.token: str = secrets.token_hex(_TOKEN_BYTES)
         self._lock = threading.RLock()  # RLock: cancel() may run in a signal handler on a thread holding it
         self._live: dict[int, ContainedSample] = {}
         self._numbers = itertools.count()
@@ -128,6 +137,7 @@ class Containment:
                 with contextlib.suppress(OSError):
                     self._cgroup = Cgroup.create(base[0], base[1], f"assay-{os.getpid()}-{self.token}")
             _subreaper.acquire()
+            _LIVE_TOKENS.add(self.token)
             self._opened_ticks = procfs.ticks_now()
             if self._watchdog is not None:
                 self._watchdog.register(self.token, str(self._cgroup.path) if self._cgroup else "")
@@ -168,6 +178,7 @@ class Containment:
         token = f"{self.token}-{number}"
         environment = dict(os.environ if env is None else env)
         environment[TOKEN_VARIABLE] = token
+        environment.pop(HELPER_VARIABLE, None)  # a sample is never one of assay's helpers
         command = list(argv)
         if self._pdeathsig or self._cgroup is not None:
             _check_executable(command[0], environment, cwd)
@@ -237,6 +248,7 @@ class Containment:
         if self._parent is not None:
             return
         self._sweep_escapees()
+        _LIVE_TOKENS.discard(self.token)
         if self._cgroup is not None:
             self._cgroup.remove()
         if self._watchdog is not None:
@@ -278,9 +290,9 @@ class Containment:
                 continue  # a sample's leader, or a process of assay's from before the run (a server)
             if seen.pgrp == own_group or seen.pgrp in _LEADERS:
                 continue  # assay's own helpers (they share its group), or a live sample's process
-            if procfs.environ_has(pid, TOKEN_VARIABLE.encode() + b"=") and not procfs.environ_has(pid, ours):
-                continue  # a process of another run's sample (an escapee clears its environment or has ours)
-            if procfs.environ_has(pid, HELPER_VARIABLE.encode() + b"="):
+            if _claims_another_live_run(pid, ours):
+                continue  # a process of another open run's sample: that run sweeps it at its close
+            if is_helper(pid):
                 continue  # one of assay's helpers, started (by this process or another run) while this run ran
             found.append(pid)
         return found
@@ -295,6 +307,30 @@ class Containment:
     def _forget(self, sample: ContainedSample) -> None:
         with self._lock:
             self._live.pop(sample.pid, None)
+
+
+def helper_mark(role: str) -> str:
+    """The value of ``HELPER_VARIABLE`` for one of assay's helpers (``lease-guard``, ``prefect-server``):
+    the role and this process's secret, so that no sample can pass for a helper."""
+    return f"{role}:{_HELPER_SECRET}"
+
+
+def is_helper(pid: int) -> bool:
+    """Whether a process was started by this process as one of its helpers (its mark holds the secret)."""
+    value = procfs.environ_value(pid, HELPER_VARIABLE.encode())
+    return value is not None and value.endswith(f":{_HELPER_SECRET}".encode())
+
+
+def _claims_another_live_run(pid: int, ours: bytes) -> bool:
+    """Whether a process carries the token of another run open in this process (not a made-up one)."""
+    value = procfs.environ_value(pid, TOKEN_VARIABLE.encode())
+    if value is None or (TOKEN_VARIABLE.encode() + b"=" + value).startswith(ours):
+        return False
+    run, _, _number = value.decode("ascii", "replace").rpartition("-")
+    return run in _LIVE_TOKENS
+
+
+_LIVE_TOKENS: set[str] = set()  # the tokens of the runs open in this process (set operations hold the GIL)
 
 
 class StartGate:
@@ -685,7 +721,7 @@ class _Watchdog:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,  # a terminal's Ctrl-C or hang-up must not reach it
-                env={"PATH": os.environ.get("PATH", ""), HELPER_VARIABLE: "watchdog"},
+                env={"PATH": os.environ.get("PATH", ""), HELPER_VARIABLE: helper_mark("watchdog")},
             )
         except OSError:
             self._process = None

@@ -116,6 +116,20 @@ def environ_has(pid: int, entry: bytes) -> bool:
     return data.startswith(entry) or b"\0" + entry in data
 
 
+def environ_value(pid: int, name: bytes) -> bytes | None:
+    """The value of ``name`` in the process's initial environment (the first one), or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    prefix = name + b"="
+    for entry in data.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :]
+    return None
+
+
 def cgroup_of(pid: int) -> str | None:
     """The process's cgroup v2 path (``/a/b``), also for a zombie; None when unknown."""
     try:

@@ -58,7 +58,9 @@ _NO_TEST = "a mean or regression gate is open, and no sequential test says when 
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 # One sample of a row: (row, index, deadline, the row's containment scope) -> its result.
 SampleRunner = Callable[[RowSpec, int, float, Containment], SampleResult]
-SampleListener = Callable[[RowSpec, SampleResult], None]
+# Told of each finished sample; may return the form the row keeps in memory from then on (its evidence is
+# on disk): the run's memory then grows with the kept form, not with every sample's captured output.
+SampleListener = Callable[[RowSpec, SampleResult], SampleResult | None]
 
 
 def run_sample(
@@ -457,7 +459,10 @@ class _RowRun:
             self.samples[sample.index] = sample
         self.pool.spending.charge(self.row, sample)
         if self.on_sample is not None:
-            self.on_sample(self.row, sample)
+            kept = self.on_sample(self.row, sample)
+            if kept is not None:
+                with self.changed:
+                    self.samples[sample.index] = kept
         if sample.status == "ERR":
             self._stop(f"sample {sample.index}: {sample.error}", sample.stopped, cancel=True)
         elif self.pool.spending.exhausted(self.row):

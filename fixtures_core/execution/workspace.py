@@ -102,7 +102,12 @@ def _refuse_links_out(source: Path, copy: Path) -> None:
             link = Path(folder) / name
             if not link.is_symlink():
                 continue
-            lands = (link.parent / os.readlink(link)).resolve()
+            try:
+                lands = (link.parent / os.readlink(link)).resolve()
+            except (RuntimeError, OSError):  # a loop (Python 3.11 raises RuntimeError, later ones OSError)
+                raise WorkspaceError(
+                    f"workspace {source}: symlink {link.relative_to(copy)} is a loop (it leads back to itself)"
+                ) from None
             if lands != root and not lands.is_relative_to(root):
                 shown = link.relative_to(copy)
                 raise WorkspaceError(

@@ -43,7 +43,10 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
         raise UsageError(f"no fixture files found in {', '.join(paths)}")
     unique: dict[Path, Path] = {}
     for path in found:
-        unique.setdefault(path.resolve(), path)
+        try:
+            unique.setdefault(path.resolve(), path)
+        except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop, later ones OSError
+            raise FixtureError(str(path), None, "a symlink loop (the link leads back to itself): remove it") from None
     return list(unique.values())
 
 

@@ -11,7 +11,9 @@ the copies ``CASE/ARM`` and records where each sits.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
 import shutil
 from collections import defaultdict
@@ -533,7 +535,29 @@ def _workspace_errors(row: RowSpec, template: str) -> list[FixtureError]:
     folder = workspace_folder(row)
     if not folder.is_dir():
         return [FixtureError(row.file, row.line, f"row '{row.name}': no such folder: {folder}", "workspace")]
+    loop = symlink_loop(str(folder))
+    if loop is not None:
+        return [
+            FixtureError(
+                row.file, row.line, f"row '{row.name}': symlink {loop} is a loop (it leads back to itself)", "workspace"
+            )
+        ]
     return []
+
+
+def symlink_loop(folder: str) -> str | None:
+    """The first symlink under ``folder`` (not following links) that never resolves, or None."""
+    for parent, names, files in os.walk(folder):
+        for name in sorted([*names, *files]):
+            link = os.path.join(parent, name)
+            if not os.path.islink(link):
+                continue
+            try:
+                os.path.realpath(link, strict=True)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return os.path.relpath(link, folder)
+    return None
 
 
 def workspace_folder(row: RowSpec) -> Path:

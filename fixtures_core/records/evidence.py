@@ -9,12 +9,11 @@ replaces an earlier one, and the last ``raw_row`` line is the row's.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
-from fixtures_core.errors import BaselineError
-from fixtures_core.limits import MAX_RUN_BYTES, read_regular_file
+from fixtures_core.errors import BaselineError, StateError
+from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.rundoc import decode
 from fixtures_core.results import RowResult, SampleResult
 
@@ -43,11 +42,15 @@ def read_evidence(path: Path) -> tuple[dict[int, SampleResult], RowResult | None
         text = read_regular_file(path, MAX_RUN_BYTES, "evidence file").decode("utf-8")
     except (OSError, ValueError) as exc:
         raise BaselineError(str(path), f"unreadable evidence: {exc}") from None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         try:
-            entry = json.loads(line)
+            entry = loads_json(line, MAX_RUN_JSON_DEPTH)
+        except LimitExceeded as exc:  # no crash tears a line into this: someone wrote it
+            raise StateError(f"{path}:{number}", f"evidence line refused: {exc}") from None
         except ValueError:
             continue  # a line torn by a crash
+        if not isinstance(entry, dict):
+            raise StateError(f"{path}:{number}", "evidence line refused: not a JSON object")
         try:
             if "sample" in entry:
                 sample = decode(entry["sample"], SampleResult)

@@ -4,7 +4,9 @@ The kernel drops the lock when its holder dies, SIGKILL included, so a lock
 that is held always means a live process: ``--resume`` refuses that run
 ("still running, pid N") instead of running its samples twice, and
 ``history`` tells a running run from a killed one. The file keeps the
-holder's pid for those messages.
+holder's pid for those messages. A lock file that is a symlink, a FIFO or a
+device was planted (``planted``): ``acquire`` refuses it without opening it
+for writing, and ``holder`` reads it as nobody's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import fcntl
 import os
 from pathlib import Path
 from typing import IO
+
+from fixtures_core.errors import StateError
+from fixtures_core.records.planted import open_own
 
 LOCK_FILE = "running.lock"
 
@@ -27,12 +32,14 @@ class RunLock:
 
     def acquire(self) -> int | None:
         """Take the lock; None when taken, else the pid of the live process that holds it."""
-        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run's life
+        descriptor = open_own(self.path, os.O_RDWR | os.O_CREAT)
+        handle = os.fdopen(descriptor, "r+", encoding="utf-8")  # held open for the run's life
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holding = _pid_in(handle) or -1
             handle.close()
-            return _pid_in(self.path) or -1
+            return holding
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
@@ -51,23 +58,23 @@ class RunLock:
 
 def holder(folder: Path) -> int | None:
     """The pid of the live process running the run in ``folder``, or None when nobody runs it."""
-    path = folder / LOCK_FILE
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError:
+        descriptor = open_own(folder / LOCK_FILE, os.O_RDONLY)
+    except (OSError, StateError):  # none, or planted: assay's own lock is a regular file
         return None
-    with handle:
+    with os.fdopen(descriptor, encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _pid_in(path) or -1
+            return _pid_in(handle) or -1
         fcntl.flock(handle, fcntl.LOCK_UN)
         return None
 
 
-def _pid_in(path: Path) -> int | None:
+def _pid_in(handle: IO[str]) -> int | None:
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError:
+        handle.seek(0)
+        text = handle.read(32).strip()
+    except (OSError, ValueError):
         return None
     return int(text) if text.isdigit() else None

@@ -28,6 +28,7 @@ from fixtures_core.execution.pool import Resumed
 from fixtures_core.limits import MAX_RUN_JSON_DEPTH, loads_json, read_regular_file
 from fixtures_core.records.evidence import read_evidence
 from fixtures_core.records.lock import holder
+from fixtures_core.records.planted import check_folder, is_real_folder
 from fixtures_core.records.rundoc import load_run, write_json_atomic
 from fixtures_core.records.store import Store
 from fixtures_core.results import RowResult, SampleResult
@@ -47,6 +48,7 @@ class Started:
     started_at: str
     options: dict[str, object]
     fixtures: dict[str, str]  # file (as run documents name it) -> sha256
+    path: str = STARTED  # the record itself, for messages about its fields
 
 
 def write_started(store: Store, run_id: str, started_at: str, options: dict[str, object], matrix: Matrix) -> None:
@@ -58,7 +60,7 @@ def write_started(store: Store, run_id: str, started_at: str, options: dict[str,
         "options": options,
         "fixtures": {f.identity or f.path: f.sha256 for f in matrix.files},
     }
-    write_json_atomic(store.run_dir(run_id) / STARTED, document)
+    write_json_atomic(store.run_dir(run_id) / STARTED, document, own=True)
 
 
 def resolve_started(store: Store, reference: str) -> Path:
@@ -67,7 +69,8 @@ def resolve_started(store: Store, reference: str) -> Path:
     given = Path(reference)
     candidates = [given / STARTED, given.parent / STARTED] if given.exists() else []
     if reference == "latest":
-        folders = sorted(p for p in (store.root / "runs").glob("*") if (p / STARTED).is_file())
+        check_folder(store.root / "runs")
+        folders = sorted(p for p in (store.root / "runs").glob("*") if is_real_folder(p) and (p / STARTED).is_file())
         candidates += [folders[-1] / STARTED] if folders else []
     candidates.append(store.run_dir(reference) / STARTED)
     for candidate in candidates:
@@ -86,6 +89,9 @@ def find_started(store: Store, reference: str) -> Started:
     started = read_started(path)
     if not _RUN_ID.fullmatch(started.run_id):
         raise BaselineError(str(path), f"start record with an invalid run id {started.run_id!r}")
+    run_dir = store.run_dir(started.run_id)
+    for folder in (store.root / "runs", run_dir, *(run_dir / name for name in ("evidence", "attempts", "judge"))):
+        check_folder(folder)  # a symlinked run folder would lead the resumed run's writes elsewhere
     if path.parent.resolve() != store.run_dir(started.run_id).resolve():
         raise UsageError(
             f"--resume {reference}: run {started.run_id} is not in the state folder {store.root} "
@@ -105,7 +111,7 @@ def read_started(path: Path) -> Started:
     options, fixtures = document.get("options"), document.get("fixtures")
     if not isinstance(options, dict) or not isinstance(fixtures, dict):
         raise BaselineError(str(path), "start record without options or fixtures")
-    return Started(str(document.get("run_id")), str(document.get("started_at")), options, fixtures)
+    return Started(str(document.get("run_id")), str(document.get("started_at")), options, fixtures, str(path))
 
 
 def check_resumable(store: Store, started: Started) -> None:

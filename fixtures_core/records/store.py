@@ -25,6 +25,7 @@ from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.files import MAX_SLUG as MAX_SLUG  # re-exported: callers found the slug rules here
 from fixtures_core.files import append_json_line, write_atomic, write_json_atomic
 from fixtures_core.files import slug as slug
+from fixtures_core.records.planted import check_folder, is_real_folder
 from fixtures_core.records.rundoc import RunResult, encode, load_run, to_document
 from fixtures_core.results import RowResult, SampleResult
 
@@ -83,6 +84,8 @@ class Store:
 
     def prepare_evidence(self, run_id: str) -> None:
         """Create the evidence folder once, so each sample costs a single append."""
+        for folder in (self.root / "runs", self.run_dir(run_id), self.run_dir(run_id) / "evidence"):
+            check_folder(folder)  # planted links are refused, never followed
         (self.run_dir(run_id) / "evidence").mkdir(parents=True, exist_ok=True)
 
     def write_sample(self, run_id: str, row_index: int, row_name: str, sample: SampleResult) -> None:
@@ -101,13 +104,13 @@ class Store:
     def write_run(self, run: RunResult) -> Path:
         """Write ``run.json`` and point ``latest.json`` at it; return the run file."""
         path = self.run_file(run.run_id)
-        write_json_atomic(path, to_document(run))
+        write_json_atomic(path, to_document(run), own=True)
         self._link_latest(path)
         return path
 
     def _link_latest(self, path: Path) -> None:
         """``latest.json`` is a hard link to the newest run file: a full run document, no second copy."""
-        write_atomic(self.latest, lambda tmp: _link_or_copy(path, tmp))  # runs may close at once
+        write_atomic(self.latest, lambda tmp: _link_or_copy(path, tmp), own=True)  # runs may close at once
 
     def resolve_run(self, reference: str) -> Path:
         """A run file from a path, a run id, a baseline name, or ``latest``."""
@@ -138,15 +141,16 @@ class Store:
         if refusal is not None and not force:
             raise UsageError(f"not blessing run {run.run_id}: {refusal} (--force blesses it anyway)")
         target = self.baseline_file(name)
-        write_json_atomic(target, to_document(run))
+        check_folder(target.parent)  # a planted link would lead the baseline elsewhere
+        write_json_atomic(target, to_document(run), own=True)
         return target
 
     def runs(self) -> list[Path]:
         """Every run's ``run.json``, newest first; an incomplete run's is named but does not exist."""
         folder = self.root / "runs"
-        if not folder.is_dir():
+        if not is_real_folder(folder):
             return []
-        return sorted((p / "run.json" for p in folder.iterdir() if p.is_dir()), reverse=True)
+        return sorted((p / "run.json" for p in folder.iterdir() if is_real_folder(p)), reverse=True)
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

@@ -10,12 +10,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fixtures_core.analysis.baseline import check_tolerance
-from fixtures_core.errors import UsageError
+from fixtures_core.errors import StateError, UsageError
 from fixtures_core.execution.rows import RunSettings
 from fixtures_core.execution.sampling import DEFAULT_CAPTURE_LIMIT
 from fixtures_core.limits import MAX_CAPTURE_BYTES, MAX_REPEAT, MAX_SEED, MAX_SLOTS
 from fixtures_core.parsing.throughput import merge_limits, parse_budget, parse_limit
-from fixtures_core.records.resume import check_resumable, find_started
+from fixtures_core.records.planted import kind
+from fixtures_core.records.resume import Started, check_resumable, find_started
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import ReportFiles
 from fixtures_core.spec import Budget, Limit
@@ -198,37 +199,54 @@ def resume_options(options: RunOptions) -> RunOptions:
         flags = ", ".join("PATH" if n == "paths" else "--" + n.replace("_", "-") for n in conflicting)
         raise UsageError(f"--resume {started.run_id} runs that run's own fixtures and options: drop {flags}")
     mine = {name: getattr(options, name) for name in changed if name in EXECUTION_OPTIONS}
-    recorded = _recorded_options(started.run_id, started.options, store, set(mine))
+    recorded = _recorded_options(started, store, set(mine))
     return RunOptions.from_mapping({**recorded, **mine, "out": options.out, "resume": started.run_id})
 
 
 _REPORT_OPTIONS = ("html", "junit", "summary", "frame")
+# Where a resumed run writes a report its start record asked for: in the run's own folder, under a fixed
+# name; the record's own path is never used (a planted one could name fixture.md or latest.json).
+_REDERIVED = {"html": "report.html", "junit": "junit.xml", "summary": "summary.md", "frame": "frame"}
 
 
-def _recorded_options(run_id: str, options: Mapping[str, object], store: Store, given: set[str]) -> dict[str, object]:
-    """A start record's options, checked as untrusted input: each of the right type, and report files
-    (unless given again) inside the project folder of the state folder. One UsageError otherwise."""
+def _recorded_options(started: Started, store: Store, given: set[str]) -> dict[str, object]:
+    """A start record's options, checked as untrusted input: each of the right type and in range (one
+    UsageError naming the record and the field otherwise), report files (unless given again) re-derived."""
     hints = typing.get_type_hints(RunOptions)
     recorded: dict[str, object] = {}
-    for name, value in options.items():
+    for name, value in started.options.items():
         if name not in hints or name in ("out", "resume"):
             continue
         if not _conforms(value, hints[name]):
             raise UsageError(
-                f"--resume {run_id}: its start record holds {name}: {excerpt(repr(value), 60)}, which is not a "
-                "valid value (was it edited?); start a new run"
+                f"{started.path}: options.{name}: {excerpt(repr(value), 60)} is not a valid value "
+                f"(was it edited?); start a new run instead of --resume {started.run_id}"
             )
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            _check_recorded_number(started, name, value)
         recorded[name] = value
-    project = store.root.resolve().parent
     for name in _REPORT_OPTIONS:
         target = recorded.get(name)
-        if name not in given and isinstance(target, str) and not Path(target).resolve().is_relative_to(project):
-            flag = "--" + name
-            raise UsageError(
-                f"--resume {run_id}: its start record writes {name} to {target}, outside {project}; "
-                f"give {flag} again to write it there"
-            )
+        if name not in given and isinstance(target, str):
+            recorded[name] = str(_rederived(store.run_dir(started.run_id), name, target))
     return recorded
+
+
+def _check_recorded_number(started: Started, name: str, value: int | float) -> None:
+    """A number in a start record is held to the bounds the command line has (a forged 10**18 included)."""
+    try:
+        RunOptions.from_mapping({"paths": (), name: value}).check()
+    except UsageError as exc:
+        raise UsageError(f"{started.path}: options.{name}: {exc}; start a new run") from None
+
+
+def _rederived(run_folder: Path, name: str, recorded: str) -> Path:
+    """The run folder's own file for a recorded report (a frame keeps the format it asked for)."""
+    suffix = ".parquet" if name == "frame" and Path(recorded).suffix.lower() == ".parquet" else ".csv"
+    target = run_folder / (_REDERIVED[name] + suffix if name == "frame" else _REDERIVED[name])
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise StateError(str(target), f"{kind(target.lstat().st_mode)} where a resumed run writes its {name} report")
+    return target
 
 
 def _conforms(value: object, hint: object) -> bool:

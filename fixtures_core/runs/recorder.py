@@ -6,11 +6,12 @@ executes; every engine runs its rows through ``run_recorded_row``."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fixtures_core.errors import UsageError
+from fixtures_core.errors import AssayError, UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import Resumed, SamplePool
 from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row, run_row
@@ -18,7 +19,7 @@ from fixtures_core.files import repair_torn_tail
 from fixtures_core.records.lock import RunLock
 from fixtures_core.records.resume import write_started
 from fixtures_core.records.rundoc import RunResult, utc_now
-from fixtures_core.records.shareable import shareable_row
+from fixtures_core.records.shareable import shareable_row, shareable_sample
 from fixtures_core.records.store import Store
 from fixtures_core.reports.progress import ProgressListener
 from fixtures_core.results import RowResult, SampleResult
@@ -91,10 +92,14 @@ class Recorder:
             for sample in kept or self.resumed.samples.get(row.id, ()):
                 self.listener.sample_finished(row, sample)
 
-    def on_sample(self, row: RowSpec, sample: SampleResult) -> None:
+    def on_sample(self, row: RowSpec, sample: SampleResult) -> SampleResult:
+        """Write a finished sample's evidence; return what its row keeps in memory: the form run.json keeps
+        (``shareable_sample``), as the whole output is on disk now. An A/B arm's sample stays whole: its
+        judge reads the output."""
         self.store.write_sample(self.run_id, self._index[row.id], row.name, sample)
         if self.listener is not None:
             self.listener.sample_finished(row, sample)
+        return sample if row.ab is not None else shareable_sample(sample)
 
     def on_row(self, row: RowResult) -> None:
         """A row's samples are done; its metrics and comparisons come at finalize."""
@@ -150,6 +155,17 @@ def open_run(options: RunOptions, run_id: str, planned: Plan, listener: Progress
     store = store_for(options)
     if planned.resumed is not None:
         return Recorder(store, run_id, planned.matrix, planned.started_at or utc_now(), listener, planned.resumed)
-    recorder = Recorder(store, run_id, planned.matrix, listener=listener)
-    write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
+    recorder: Recorder | None = None
+    try:
+        recorder = Recorder(store, run_id, planned.matrix, listener=listener)
+        write_started(store, run_id, recorder.started_at, options.recorded(), planned.matrix)
+    except OSError as exc:  # a full disk, most often: leave no folder that looks like a run to resume
+        if recorder is not None:
+            recorder.release()
+        shutil.rmtree(store.run_dir(run_id), ignore_errors=True)
+        where = exc.filename or store.run_dir(run_id)
+        raise AssayError(
+            f"{where}: {exc.strerror or exc}: the run could not start (nothing ran; its folder "
+            f"{store.run_dir(run_id)} was removed)"
+        ) from None
     return recorder

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
-from fixtures_core.execution.containment import HELPER_VARIABLE
+from fixtures_core.execution.containment import HELPER_VARIABLE, helper_mark
 from flows.server import owners
 
 IDLE_VARIABLE = "ASSAY_SERVER_IDLE_MINUTES"
@@ -75,7 +75,7 @@ def start_companion(home: Path, environ: dict[str, str] | None = None) -> int | 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # like the server: outlives the run, never gets its terminal's Ctrl-C
-        env={**os.environ, HELPER_VARIABLE: "idle-stop"},
+        env={**os.environ, HELPER_VARIABLE: helper_mark("idle-stop")},
     )
     (home / PID_FILE).write_text(str(process.pid))
     return process.pid

@@ -28,7 +28,7 @@ import time
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from fixtures_core.execution.containment import HELPER_VARIABLE
+from fixtures_core.execution.containment import HELPER_VARIABLE, helper_mark
 
 if TYPE_CHECKING:  # Prefect is imported only once the run is gone: the guard starts in milliseconds
     from prefect.client.orchestration import SyncPrefectClient
@@ -46,7 +46,7 @@ class LeaseGuard:
         settings = get_current_settings()
         env = dict(os.environ)
         env["PREFECT_API_URL"] = str(settings.api.url or "")
-        env[HELPER_VARIABLE] = "lease-guard"
+        env[HELPER_VARIABLE] = helper_mark("lease-guard")
         if settings.api.key is not None:
             env["PREFECT_API_KEY"] = settings.api.key.get_secret_value()
         if settings.api.auth_string is not None:

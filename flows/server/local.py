@@ -43,7 +43,7 @@ from pathlib import Path
 
 from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
-from fixtures_core.execution.containment import HELPER_VARIABLE
+from fixtures_core.execution.containment import HELPER_VARIABLE, helper_mark
 from fixtures_core.execution.daemons import free_port
 from flows.server.idle_stop import idle_seconds, stamp_used, start_companion, stop_companion
 from flows.server.prefect_env import RECORDING
@@ -317,7 +317,7 @@ def _start(home: Path, port: int | None, say: Say) -> LocalServer:
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
         DO_NOT_TRACK="1",
-        **{HELPER_VARIABLE: "prefect-server"},  # a run open meanwhile adopts it as subreaper: never sweep it
+        **{HELPER_VARIABLE: helper_mark("prefect-server")},  # a run open meanwhile adopts it: never sweep it
     )
     for key, value in RECORDING.items():  # unless the user's environment says otherwise
         env.setdefault(key, value)
