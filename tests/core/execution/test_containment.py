@@ -146,31 +146,6 @@ def test_only_a_cgroup_catches_a_daemon_that_clears_its_environment(tmp_path: Pa
     assert gone_soon(int(pid_file.read_text()))
 
 
-@pytest.mark.parametrize("cgroups", MODES)
-def test_a_process_that_leaves_its_sample_every_way_is_killed_when_the_run_closes(
-    cgroups: bool, tmp_path: Path
-) -> None:
-    # setsid + env -i (and, as root with cgroups, out of its cgroup): no group, session, token or cgroup
-    # holds it; assay adopted it as subreaper when its sample's leader ended, and sweeps it at close.
-    pid_file = tmp_path / "escaped.pid"
-    quoted = shlex.quote(str(pid_file))
-    base = cgroup_base()  # the cgroup v2 mount (or delegated base) the run's cgroups are made under
-    leave = f"echo $$ > {shlex.quote(str(base[0] / 'cgroup.procs'))} 2>/dev/null;" if cgroups and base else ""
-    script = (
-        f"setsid env -i sh -c '{leave} grep ^0:: /proc/$$/cgroup > {quoted}.cgroup;"
-        f" echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted}; exec sleep 60'"
-        f" >/dev/null 2>&1 </dev/null & while [ ! -e {quoted} ]; do sleep 0.01; done"
-    )
-    with Containment(use_cgroups=cgroups) as containment:
-        result = execute(bash(script), deadline=soon(), containment=containment)
-        escaped = int(pid_file.read_text())
-        assert result.exit_code == 0
-    if cgroups and base is not None:  # it did leave: no cgroup of the run holds it
-        assert Path(f"{pid_file}.cgroup").read_text().strip() == f"0::{base[1]}"
-    assert gone_soon(escaped), "the escapee outlived the run"
-    assert procfs.stat(escaped) is None, "and it was reaped, not left a zombie"
-
-
 def orphan_parent_script(pid_file: Path) -> str:
     """Leave a ``sleep`` orphaned (its parent subshell exits) and print who adopted it."""
     pids = shlex.quote(str(pid_file))

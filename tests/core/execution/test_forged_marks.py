@@ -23,6 +23,9 @@ from tests.core.execution.test_containment import MODES, bash, soon
 from tests.processes import gone_soon
 
 FORGERIES = {
+    # setsid + env -i (and, as root with cgroups, out of its cgroup): no group, session, token or cgroup holds
+    # it; assay adopted it as subreaper when its sample's leader ended, and sweeps it at close.
+    "no mark at all": "",
     "a made-up token": f"{TOKEN_VARIABLE}=0123456789ab-0",
     "a helper's mark": f"{HELPER_VARIABLE}=prefect-server",
 }
@@ -36,8 +39,9 @@ def test_a_process_with_a_forged_mark_is_swept_when_the_run_closes(forgery: str,
     # As root with cgroups it leaves its sample's cgroup too, for the cgroup assay's own cgroup sits in.
     base = cgroup_base()
     leave = f"echo $$ > {shlex.quote(str(base[0] / 'cgroup.procs'))} 2>/dev/null;" if cgroups and base else ""
+    mark = f"{FORGERIES[forgery]} " if FORGERIES[forgery] else ""
     script = (
-        f"setsid env -i {FORGERIES[forgery]} sh -c '{leave} grep ^0:: /proc/$$/cgroup > {quoted}.cgroup;"
+        f"setsid env -i {mark}sh -c '{leave} grep ^0:: /proc/$$/cgroup > {quoted}.cgroup;"
         f" echo $$ > {quoted}.tmp; mv {quoted}.tmp {quoted};"
         f" exec sleep 60' >/dev/null 2>&1 </dev/null & while [ ! -e {quoted} ]; do sleep 0.01; done"
     )
@@ -48,6 +52,7 @@ def test_a_process_with_a_forged_mark_is_swept_when_the_run_closes(forgery: str,
     if cgroups and base is not None:  # it did leave: no cgroup of the run holds it
         assert Path(f"{pid_file}.cgroup").read_text().strip() == f"0::{base[1]}"
     assert gone_soon(escaped), f"the process with {forgery} outlived the run"
+    assert procfs.stat(escaped) is None, "and it was reaped, not left a zombie"
 
 
 def test_the_run_token_is_a_128_bit_secret() -> None:
