@@ -193,11 +193,10 @@ def test_the_prefect_engine_exits_with_the_runs_answer_whatever_happens_to_its_o
     runs: Runs, prefect_server: object
 ) -> None:
     only_run = {"run": EXPECTED["run"]}
-    # With its streams intact, the Prefect engine's exit code is test_verdict_agreement's subject (every
-    # verdict, every output); here, what happens to its output.
-    damaged = set(CONDITIONS) - {"normal"}
-    cells = [(name, command) for name, command in table(runs, only_run, "prefect") if name.split(" / ")[2] in damaged]
-    assert len(cells) == 12
+    cells = [
+        (name, command) for name, command in table(runs, only_run, "prefect") if name.split(" / ")[2] in CONDITIONS
+    ]
+    assert len(cells) == 16
     with ForkedCli(preload_prefect=True) as cli:
         assert mismatches(cli, cells, only_run) == []
 

@@ -246,14 +246,9 @@ def last_line(stdout: str) -> str:
 
 
 ENGINES = ["local", "prefect"]
-# What the tests below read is written when a run closes (fixtures_core/runs/close: judge, finalize,
-# record, report), which both engines share; test_every_output_gives_the_same_answer_as_the_exit_code
-# and test_engine_parity hold the Prefect engine to the same answers. So they run on the local engine,
-# except where the flow itself carries the value (a NUL byte through Prefect's task runs).
-CLOSING = ["local"]
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_new_row_failing_in_a_regressed_run_is_a_junit_failure(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
@@ -273,7 +268,7 @@ def test_a_new_row_failing_in_a_regressed_run_is_a_junit_failure(
     assert_junit_agrees(tmp_path / "out.xml", 1)
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_passing_suite_whose_weak_arm_failed_names_its_gates_not_every_row(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
@@ -298,7 +293,7 @@ def test_a_passing_suite_whose_weak_arm_failed_names_its_gates_not_every_row(
     assert f"verdict: {html.escape(why)}" in (tmp_path / "out.html").read_text()
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_run_bless_refuses_a_regressed_run_and_ends_with_the_verdict(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
@@ -326,7 +321,7 @@ def test_run_bless_refuses_a_regressed_run_and_ends_with_the_verdict(
         assert code == 0 and (tmp_path / ".assay" / "baselines" / "shipped.json").exists(), stdout + stderr
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_ab_report_names_the_baseline_it_compared_with(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
@@ -344,7 +339,7 @@ def test_the_ab_report_names_the_baseline_it_compared_with(
     assert f"Regression vs abhard (run {run_id}):" in page and f"Comparison with abhard (run {run_id})" in page
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_html_of_an_errored_run_with_a_baseline_says_there_is_no_comparison(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
@@ -360,7 +355,7 @@ def test_the_html_of_an_errored_run_with_a_baseline_says_there_is_no_comparison(
     assert note in stdout and note in (tmp_path / "out.html").read_text()
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_dry_run_counts_no_samples_and_its_junit_never_calls_hard_gates_warnings(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
@@ -413,7 +408,7 @@ JUDGE = (
 )
 
 
-@pytest.mark.parametrize("engine", CLOSING)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_judge_header_shows_the_command_that_ran_and_counts_read_right(
     tmp_path: Path, engine: str, request: pytest.FixtureRequest
 ) -> None:
