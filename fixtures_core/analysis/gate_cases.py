@@ -77,8 +77,8 @@ _SIDE_CHARS = 60  # a longer side (a whole filter) says less than the gate's nam
 
 def _disjuncts(cel: str) -> list[str]:
     """The top-level ``||`` operands of ``cel`` (one item when there is none, or a ``?:`` at the top)."""
-    parts = operands(cel, "||", looser=("?",))
-    return [part for part in parts if part] or [cel.strip()] if parts is not None else [cel.strip()]
+    kept = [part for part in operands(cel, "||", looser=("?",)) or () if part]
+    return kept or [cel.strip()]
 
 
 def _macros(cel: str) -> list[tuple[str, str, str]]:
