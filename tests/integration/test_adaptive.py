@@ -142,7 +142,11 @@ def test_a_sample_budget_below_fixed_k_is_refused_in_one_line(tmp_path: Path) ->
 def test_a_killed_budgeted_run_resumes_within_its_budget(tmp_path: Path) -> None:
     go = tmp_path / "go"
     # 'edge' waits for "go" at sample 24, an extra sample past its max: the run is killed there.
-    gate = f'if [ "$ASSAY_SAMPLE" -ge 24 ]; then for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; fi'
+    waiting = tmp_path / "waiting"
+    gate = (
+        f'if [ "$ASSAY_SAMPLE" -ge 24 ]; then touch {waiting}; '
+        f"for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; fi"
+    )
     fixture = BUDGET_FIXTURE.replace("EDGE", f"{gate}; echo $ASSAY_SAMPLE >> {tmp_path / 'ran'}; {EDGE}")
     (tmp_path / "budget.md").write_text(fixture, encoding="utf-8")
     state = tmp_path / "state"
@@ -154,8 +158,10 @@ def test_a_killed_budgeted_run_resumes_within_its_budget(tmp_path: Path) -> None
     )  # fmt: skip
     try:
         ran = tmp_path / "ran"
+        # Sample 24 waiting means 23 is on disk (samples of a row run one after another); "ran" holding
+        # 24 lines does not: sample 23 writes its line before it finishes, and would run again on resume.
         for _ in range(600):  # bounded: only a hang fails the test
-            if ran.exists() and len(ran.read_text().split()) >= 24:
+            if waiting.exists() or run.poll() is not None:
                 break
             time.sleep(0.1)
         assert ran.read_text().split() == [str(i) for i in range(24)]  # 0-23 ran; 24 waits

@@ -211,12 +211,33 @@ def interrupt(process: subprocess.Popen[str], *signums: signal.Signals, gap_s: f
             process.kill()
 
 
+DAEMONS = ("setsid", "double-forked", "nohup")
+
+
 def slow_fixture(tmp_path: Path) -> tuple[Path, Path]:
+    """A sample that starts three daemons (each leaves its PID in ``daemon-<kind>``), marks its start, sleeps."""
+
+    def daemon(kind: str) -> str:
+        pid_file = tmp_path / f"daemon-{kind}"  # written whole (renamed into place), then read
+        return f"sh -c 'echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 60' >/dev/null 2>&1"
+
     started = tmp_path / "started"
     fixture = tmp_path / "slow.md"
-    daemons = "setsid sleep 60 >/dev/null 2>&1 & ( ( sleep 60 >/dev/null 2>&1 & ) & ); nohup sleep 60 >/dev/null 2>&1 &"
+    daemons = f"setsid {daemon('setsid')} & ( ( {daemon('double-forked')} & ) & ); nohup {daemon('nohup')} &"
     fixture.write_text(block(f"{daemons}\ntouch {started}\nsleep 60", front="timeout: 120s\n"))
     return fixture, started
+
+
+def daemon_pids(tmp_path: Path, process: subprocess.Popen[str]) -> dict[str, int]:
+    """The PIDs the sample's daemons left (bounded wait: the double-forked one may start a moment late)."""
+    files = {kind: tmp_path / f"daemon-{kind}" for kind in DAEMONS}
+    for _ in range(1500):
+        if all(file.exists() for file in files.values()) or process.poll() is not None:
+            break
+        time.sleep(0.02)
+    missing = [kind for kind, file in files.items() if not file.exists()]
+    assert not missing, f"daemons {missing} never started; assay exited {process.poll()}"
+    return {kind: int(file.read_text()) for kind, file in files.items()}
 
 
 @pytest.mark.parametrize("engine", ENGINES, indirect=True)
@@ -259,12 +280,9 @@ def test_sigkill_of_assay_leaves_no_process_of_its_run_within_2_s(engine: str, t
     process = spawn([str(fixture)], tmp_path, marker, engine)
     try:
         wait_for(started, process)
-        # The double-forked daemon may start a moment after the sample's start mark: poll (bounded) for it.
-        for _ in range(1500):
-            if len(processes_with(marker)) >= 5 or process.poll() is not None:
-                break
-            time.sleep(0.02)
-        assert len(processes_with(marker)) >= 5, "assay, its sample and the sample's daemons run"
+        daemons = daemon_pids(tmp_path, process)
+        running = processes_with(marker)
+        assert {process.pid, *daemons.values()} <= set(running), (daemons, described(running), process.poll())
         assert survivors_of_sigkill(process, marker) == [], "processes of the run outlived a SIGKILLed assay by 2 s"
     finally:
         if process.poll() is None:
