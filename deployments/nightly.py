@@ -56,6 +56,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         "--adaptive", action="store_true", help="rows stop sampling once more samples could not change their verdict"
     )
     parser.add_argument("--sample-budget", help="adaptive rows share this many samples, or fixed: what fixed k spends")
+    parser.add_argument(
+        "--rows-as-tasks", action="store_true", help="each row a task run of the matrix run, not a subflow run"
+    )
     parser.add_argument("--concurrency", type=int, help="samples in flight across the run (default: the fixtures')")
     parser.add_argument(
         "--limit", action="append", default=[], dest="limits", help="PROPERTY=CAP or PROPERTY=COUNT/UNIT (repeatable)"
@@ -90,33 +93,12 @@ def serve(args: argparse.Namespace) -> int:
     from fixtures_core.errors import UsageError
     from fixtures_core.runs.plan import plan
     from flows.flow.naming import run_tags
-    from flows.flow.parameters import MatrixParameters
     from flows.server.local import TEMPORARY, ServerError, resolve_backend
 
     # Not a run option (RunOptions.check checks those, through plan below): the deployment's own.
     if args.concurrency_limit < 1:
         raise UsageError(f"--concurrency-limit must be >= 1, got {args.concurrency_limit}")
-    parameters = MatrixParameters.parse(
-        {
-            "paths": [os.path.abspath(p) for p in args.paths],
-            "out": args.out,
-            "repeat": args.repeat,
-            "k": args.k,
-            "group_by": args.group_by,
-            "filter": args.filter,
-            "parallel": args.parallel,
-            "parallel_samples": args.parallel_samples,
-            "adaptive": args.adaptive,
-            "sample_budget": args.sample_budget,
-            "concurrency": args.concurrency,
-            "limit": args.limits,
-            "budget": args.budget,
-            "label": args.label,
-            "baseline": args.baseline,
-            "tolerance": args.tolerance,
-            "tags": args.tags,
-        }  # fmt: skip
-    )
+    parameters = parameters_of(args)
     options = parameters.to_options()
     planned = plan(options)  # a typo must fail now, not at 02:00
     schedule = cron_schedule(args.cron, args.timezone)
@@ -171,6 +153,34 @@ def allow_what_is_served(parameters: MatrixParameters) -> None:
         given.append(os.path.dirname(os.path.abspath(parameters.baseline)))
     listed = [p for p in os.environ.get(ALLOWED_ROOTS, "").split(os.pathsep) if p]
     os.environ[ALLOWED_ROOTS] = os.pathsep.join(dict.fromkeys([*listed, *(os.path.abspath(p) for p in given)]))
+
+
+def parameters_of(args: argparse.Namespace) -> MatrixParameters:
+    """The parameters every scheduled run gets: the command line's options, paths made absolute."""
+    from flows.flow.parameters import MatrixParameters
+
+    return MatrixParameters.parse(
+        {
+            "paths": [os.path.abspath(p) for p in args.paths],
+            "out": args.out,
+            "repeat": args.repeat,
+            "k": args.k,
+            "group_by": args.group_by,
+            "filter": args.filter,
+            "parallel": args.parallel,
+            "parallel_samples": args.parallel_samples,
+            "adaptive": args.adaptive,
+            "sample_budget": args.sample_budget,
+            "concurrency": args.concurrency,
+            "limit": args.limits,
+            "budget": args.budget,
+            "label": args.label,
+            "baseline": args.baseline,
+            "tolerance": args.tolerance,
+            "tags": args.tags,
+            "rows_as_tasks": args.rows_as_tasks,
+        }  # fmt: skip
+    )
 
 
 def cron_schedule(cron: str, timezone: str) -> Schedule:

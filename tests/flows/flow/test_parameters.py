@@ -48,6 +48,14 @@ def test_rows_are_subflow_runs_unless_rows_as_tasks_and_row_subflows_is_accepted
     assert shown.rows_as_tasks is True and shown.row_subflows is False
 
 
+def test_nightly_serves_rows_as_subflow_runs_unless_told_rows_as_tasks() -> None:
+    from deployments import nightly
+
+    for argv, as_tasks in ((["a.md"], False), (["a.md", "--rows-as-tasks"], True)):
+        parameters = nightly.parameters_of(nightly.parse(argv))
+        assert parameters.rows_as_tasks is as_tasks and parameters.to_options().rows_as_tasks is as_tasks, argv
+
+
 @pytest.mark.parametrize("given", [["F2*", "F5*"], "F2*"], ids=["globs", "one-glob-as-text"])
 def test_filter_takes_several_globs_or_one_as_text(given: object) -> None:
     options = MatrixParameters.parse({"paths": ["a.md"], "filter": given, "parallel_samples": True}).to_options()
