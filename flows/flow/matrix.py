@@ -88,8 +88,9 @@ from flows.flow.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_
 from flows.flow.row_subflow import RowSubflow, RowSubflows  # noqa: E402
 from flows.server.abandoned import mark_abandoned  # noqa: E402
 from flows.server.api_watch import ApiWatch  # noqa: E402
+from flows.server.idle_stop import stamp_used  # noqa: E402
 from flows.server.lease_guard import LeaseGuard  # noqa: E402
-from flows.server.local import Backend, ServerError, url_answers  # noqa: E402
+from flows.server.local import LOCAL, Backend, ServerError, prefect_home, url_answers  # noqa: E402
 from flows.server.owners import OWNER_LABEL, Owner  # noqa: E402
 
 T = TypeVar("T")
@@ -630,6 +631,10 @@ def run_with_prefect(
             _LAUNCH.reset(token)
             finished.set()
 
+    if backend is not None and backend.source == LOCAL:
+        # The idle stop counts from the last use: from now, as the flow run that keeps the server in use
+        # is created, not from when the server answered (imports and planning came between).
+        stamp_used(prefect_home())
     finished = threading.Event()
     # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
@@ -721,6 +726,7 @@ _API_LOST = threading.Event()  # a run of this process closed without its Prefec
 _CLOSE_GRACE_S = 10.0  # after a second interrupt: how long the flow gets to write its run document
 
 _TEMPORARY_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
+_UNREACHABLE = "Failed to reach API at"  # Prefect's RuntimeError when its version check gets no answer
 
 
 def api_failure(exc: BaseException, backend: Backend | None) -> ServerError | None:
@@ -731,13 +737,20 @@ def api_failure(exc: BaseException, backend: Backend | None) -> ServerError | No
             "the temporary Prefect server did not start in time (a busy machine, or its first start): raise "
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or use the local server (unset ASSAY_PREFECT_SERVER)"
         )
+    if isinstance(exc, RuntimeError) and str(exc).startswith(_UNREACHABLE):  # Prefect's check as a flow starts
+        cause = exc.__cause__
+        return _lost(where, type(cause).__name__ if cause else "no answer", str(cause or exc))
     if isinstance(exc, httpx.TransportError | PrefectHTTPStatusError):
         status = f"HTTP {exc.response.status_code}" if isinstance(exc, PrefectHTTPStatusError) else type(exc).__name__
-        return ServerError(
-            f"lost the Prefect API at {where} ({status}: {' '.join(str(exc).split())[:200]}); "
-            "check it (`assay server status`) and run again"
-        )
+        return _lost(where, status, str(exc))
     return None
+
+
+def _lost(where: str, status: str, detail: str) -> ServerError:
+    return ServerError(
+        f"lost the Prefect API at {where} ({status}: {' '.join(detail.split())[:200]}); "
+        "check it (`assay server status`) and run again"
+    )
 
 
 def deliver_before_exit(timeout: float = 30.0) -> bool:

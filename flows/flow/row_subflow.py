@@ -46,6 +46,7 @@ from prefect.flow_engine import run_flow
 from prefect.states import Pending, to_state_create
 
 from fixtures_core.spec import RowSpec
+from flows.server.owners import OWNER_LABEL, Owner
 
 T = TypeVar("T")
 
@@ -127,6 +128,7 @@ def create(
         flow_id=flow_id, flow_version=shaped.version, name=row.name, parameters=parameters, tags=list(tags),
         parent_task_run_id=standing.id, state=to_state_create(Pending()),
         empirical_policy=FlowRunPolicy(retries=shaped.retries, retry_delay=0),
+        labels={OWNER_LABEL: str(Owner.here())},  # a SIGKILLed run's subflows are then known abandoned too
     )  # fmt: skip
     body = wanted.model_dump(mode="json", exclude_unset=True)
     flow_run = FlowRun.model_validate(_created(lambda: client.request("POST", "/flow_runs/", json=body)).json())

@@ -13,21 +13,31 @@ import time
 from pathlib import Path
 
 from flows.server.idle_stop import PID_FILE, STAMP, companion_pid, in_use
-from flows.server.local import find, stop
+from flows.server.local import find, serves_home, stop
 
 
 def watch(home: Path, after: float) -> None:
-    """Stop the home's server once it has been unused for ``after`` seconds; return when it is gone."""
+    """Stop the home's server once it has been unused for ``after`` seconds; return when it is gone.
+
+    Idle time counts from the last run's use, and never from before the server first answered: the run
+    that started it waits for that answer before it can use it.
+    """
     every = max(1.0, min(60.0, after / 3))
+    answered_at: float | None = None
     while True:
         time.sleep(every)
         server = find(home)
         if server is None:
             return
+        if answered_at is None:
+            if not serves_home(server):
+                continue  # still starting
+            answered_at = time.time()
         try:
-            unused = time.time() - (home / STAMP).stat().st_mtime
+            used_at = max((home / STAMP).stat().st_mtime, answered_at)
         except OSError:
-            unused = after
+            used_at = answered_at
+        unused = time.time() - used_at
         if unused >= after and not in_use(server.api_url):
             stop(home)
             return

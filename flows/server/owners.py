@@ -8,7 +8,9 @@ run therefore records the process that runs it:
   a run served by ``deployments/nightly.py``: Prefect's runner records none);
 * in its ``assay.owner`` label when it runs on a work pool: Prefect 3.9's
   worker writes its own bare pid (``4242``, no host) there, which says nothing
-  about which machine ran it, and may land after assay's.
+  about which machine ran it, and may land after assay's;
+* in its rows' subflow runs' ``assay.owner`` label, given as assay creates them:
+  the idle stop counts no run as live whose process is gone, rows included.
 
 Standard library only: the idle stop (``flows.server.idle_stop``) judges runs too.
 """

@@ -396,7 +396,7 @@ def test_an_unused_local_server_stops_itself_after_the_idle_time(
         # Other tests of the session leave deployments (which keep a server up for good) and may run flows.
         copy.execute("DELETE FROM deployment")
         copy.execute("UPDATE flow_run SET state_type = 'COMPLETED' WHERE state_type <> 'COMPLETED'")
-    monkeypatch.setenv("ASSAY_SERVER_IDLE_MINUTES", "0.05")  # 3 s
+    monkeypatch.setenv("ASSAY_SERVER_IDLE_MINUTES", "0.1")  # 6 s
     monkeypatch.delenv("ASSAY_TEST_MARK", raising=False)
     try:
         # A CI job's only run starts the home's server, and is SIGKILLed by the job's timeout: its flow run
@@ -422,16 +422,18 @@ def killed_run(tmp_path: Path, home: Path) -> str:
     started = tmp_path / "started"
     fixture = tmp_path / "slow.md"
     fixture.write_text(f"| Name | Command |\n|---|---|\n| slow | `sh -c 'touch {started}; sleep 60'` |\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path,
-        env=readme_env(home, ASSAY_PREFECT_PORT=str(free_port())), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    with open(tmp_path / "stderr", "w+b") as stderr:  # a file: a pipe nobody reads could fill and block the run
+        process = subprocess.Popen(
+            [sys.executable, "-m", "flows.run", str(fixture), "--out", str(tmp_path / "state")], cwd=tmp_path,
+            env=readme_env(home, ASSAY_PREFECT_PORT=str(free_port())), stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
     try:
         for _ in range(3000):  # bounded wait for the sample to start (not a timing assertion)
             if started.exists() or process.poll() is not None:
                 break
             time.sleep(0.02)
-        assert started.exists(), "the run never started its sample"
+        said = (tmp_path / "stderr").read_text(errors="replace")
+        assert started.exists(), f"the run never started its sample (exit {process.poll()}): {said}"
         [run_id] = [folder.name for folder in (tmp_path / "state" / "runs").iterdir()]
         local = server.find(home)
         assert local is not None

@@ -49,11 +49,11 @@ repeat: 5
 # time, the third never starts (run at once, all three would have passed in 1.5 s).
 BUDGET = """---
 repeat: 3
-timeout: 2s
+timeout: 4s
 ---
 | Name | Command |
 |---|---|
-| slow | `bash -c 'echo start $ASSAY_SAMPLE >> {log}; sleep 1.5; echo end $ASSAY_SAMPLE >> {log}'` |
+| slow | `bash -c 'echo start $ASSAY_SAMPLE >> {log}; sleep 2.5; echo end $ASSAY_SAMPLE >> {log}'` |
 """
 
 
@@ -108,7 +108,9 @@ def test_one_budget_for_the_row_starts_no_sample_beside_another(tmp_path: Path, 
     document = run(tmp_path, BUDGET.format(log=log), engine)
     row = only_row(document)
     assert row["status"] == "ERR" and row["stopped"] == "timeout"
-    assert log.read_text().split("\n")[:3] == ["start 0", "end 0", "start 1"]  # one at a time
+    # One at a time: sample 0 ends before another starts. One budget for the row: samples of 2.5 s each
+    # leave no time for a third in 4 s (sample 1 may start and be stopped, or not start on a busy machine).
+    assert log.read_text().split("\n")[:2] == ["start 0", "end 0"]
     assert "start 2" not in log.read_text()
 
 

@@ -4,6 +4,8 @@ SQLite refuses a creation (HTTP 503), never after Prefect's 2 s back-off."""
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from typing import Any
 
@@ -59,6 +61,7 @@ def test_a_row_subflow_run_is_created_under_the_matrix_named_tagged_with_the_row
     assert made.flow.retries == 0 and made.flow.name == "assay-row" and created["flow_id"] == str(FLOW_ID)
     assert created["empirical_policy"]["retries"] == 0 and created["state"]["type"] == "PENDING"
     assert created["name"] == "API high" and created["tags"] == ["assay", "nightly"]
+    assert created["labels"] == {"assay.owner": f"{socket.gethostname()}:{os.getpid()}"}, "a killed run's rows are gone"
     assert created["parent_task_run_id"] == str(made.task_run_id) == str(made.flow_run.parent_task_run_id)
     assert created["parameters"] == {
         "row": "API high", "file": "suite.md", "line": 12, "repeat": 3, "timeout_seconds": 7.5,
