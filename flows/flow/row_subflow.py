@@ -236,12 +236,25 @@ class RowSubflow:
         self._start()
 
     def join(self) -> State[Any]:
-        """The subflow run's final state once it ended; raises what kept it from running."""
+        """The subflow run's final state once it ended; raises what kept it from running.
+
+        It is the row's state. On a busy machine Prefect's timeout (the row's budget, started a moment
+        after assay's) may fire before the row's own TimedOut state, with its reason, is handed over;
+        Prefect then ends the subflow run, and the task run standing for it, with its own message: both
+        are set to the row's state here.
+        """
         assert self._thread is not None, "join follows end"
         self._thread.join()
         if isinstance(self._outcome, BaseException):
             raise self._outcome
-        assert self._outcome is not None
+        assert self._outcome is not None and self._final is not None
+        row_state = self._final[0]
+        if (self._outcome.name, self._outcome.message) != (row_state.name, row_state.message):
+            agreeing = State(type=row_state.type, name=row_state.name, message=row_state.message)
+            with get_client(sync_client=True) as client:
+                client.set_flow_run_state(self.flow_run.id, agreeing, force=True)
+                client.set_task_run_state(self.task_run_id, agreeing, force=True)
+            self._outcome = agreeing
         return self._outcome
 
     def body(self) -> State[Any]:
