@@ -88,9 +88,8 @@ from flows.flow.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_
 from flows.flow.row_subflow import RowSubflow, RowSubflows  # noqa: E402
 from flows.server.abandoned import mark_abandoned  # noqa: E402
 from flows.server.api_watch import ApiWatch  # noqa: E402
-from flows.server.idle_stop import stamp_used  # noqa: E402
 from flows.server.lease_guard import LeaseGuard  # noqa: E402
-from flows.server.local import LOCAL, Backend, ServerError, prefect_home, url_answers  # noqa: E402
+from flows.server.local import Backend, ServerError, url_answers  # noqa: E402
 from flows.server.owners import OWNER_LABEL, Owner  # noqa: E402
 
 T = TypeVar("T")
@@ -631,10 +630,6 @@ def run_with_prefect(
             _LAUNCH.reset(token)
             finished.set()
 
-    if backend is not None and backend.source == LOCAL:
-        # The idle stop counts from the last use: from now, as the flow run that keeps the server in use
-        # is created, not from when the server answered (imports and planning came between).
-        stamp_used(prefect_home())
     finished = threading.Event()
     # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)

@@ -385,7 +385,6 @@ def stop(home: Path, timeout: float = STOP_TIMEOUT_S) -> LocalServer | None:
             os.kill(server.pid, signal.SIGKILL)
             deadline = time.monotonic() + timeout
         time.sleep(0.1)
-    _remove_stale_pid_file(home)
     return server
 
 
