@@ -12,8 +12,8 @@ milliseconds later (a refused write was rolled back; the task run is keyed
 by the row, so creating it again finds it), and runs the created flow run
 with Prefect's engine (``run_flow``).
 
-The subflow run is created Pending when the row starts waiting for its
-first sample slot, and starts running with its first sample. So its
+The subflow run is created Pending before the rows start (``RowSubflows``),
+and starts running with the row's first sample. So its
 ``timeout_seconds``, the row's own budget, counts from just after assay's
 own deadline, which stops the row's processes and ends the row TimedOut
 first. The subflow's body only waits: the row's samples run as its task
@@ -151,15 +151,18 @@ def _created(make: Callable[[], T]) -> T:
 
 
 class RowSubflows:
-    """The row subflow runs of one matrix flow run, created ahead of their rows.
+    """The row subflow runs of one matrix flow run, created before their rows start.
 
-    One thread, with a client of its own (``creating_client``), creates them in the rows' order, at
-    most ``ahead`` before a row takes its own: a row seldom waits for its creation, and creations,
-    which SQLite refuses while another write commits, never compete with one another.
+    One thread, with a client of its own (``creating_client``), creates them in the rows' order, and
+    the first ``FIRST`` (every row of most matrices) before any row starts. A creation takes about
+    0.13 s while no sample runs; once samples run, the server is busy recording their events and SQLite
+    refuses creations while other writes commit, so one took 0.5 to 1.7 s, and rows of short samples
+    waited in line for theirs (bench/README.md, "Row subflows"). Creations never compete with one another.
     """
 
-    def __init__(self, parent: UUID, rows: Sequence[RowSpec], run_id: str, tags: Sequence[str], ahead: int) -> None:
-        self._room = threading.Semaphore(max(1, ahead))
+    FIRST = 32  # rows whose subflow runs exist before any row starts: about 4 s on a quiet local server
+
+    def __init__(self, parent: UUID, rows: Sequence[RowSpec], run_id: str, tags: Sequence[str]) -> None:
         self._made: dict[str, concurrent.futures.Future[RowSubflow]] = {
             row.id: concurrent.futures.Future() for row in rows
         }
@@ -170,7 +173,6 @@ class RowSubflows:
                 with creating_client() as client:
                     flow_id = client.create_flow(row_flow)
                     for row in rows:
-                        self._room.acquire()
                         self._made[row.id].set_result(create(client, flow_id, parent, row, run_id, tags))
             except BaseException as exc:  # every row left raises it when it takes its subflow run
                 for made in self._made.values():
@@ -181,13 +183,11 @@ class RowSubflows:
         # early (its API lost) must not wait at exit for creations nobody takes.
         context = contextvars.copy_context()
         threading.Thread(target=context.run, args=(make_all,), name="assay-row-create", daemon=True).start()
+        concurrent.futures.wait([self._made[row.id] for row in rows[: self.FIRST]])
 
     def take(self, row: RowSpec) -> RowSubflow:
         """The row's subflow run, once created (raises what kept it from being created)."""
-        try:
-            subflow = self._made[row.id].result()
-        finally:
-            self._room.release()
+        subflow = self._made[row.id].result()
         self.taken[row.id] = subflow
         return subflow
 
