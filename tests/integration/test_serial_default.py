@@ -45,8 +45,8 @@ repeat: 5
 | third fails | `bash {bump} 3` |
 """
 
-# Each sample takes 1.5 s under a 2 s budget for the whole row: the first ends, the second runs out of
-# time, the third never starts (run at once, all three would have passed in 1.5 s).
+# Each sample takes 2.5 s under a 4 s budget for the whole row: the first ends, the second runs out of
+# time, the third never starts (run at once, all three would have passed in 2.5 s).
 BUDGET = """---
 repeat: 3
 timeout: 4s
