@@ -503,8 +503,10 @@ def _start_rows(
         return [rows_pool.submit(row_task, {"row": opaque(row), **shared}) for row in order]
     context = FlowRunContext.get()
     assert context is not None and context.flow_run is not None, "rows start inside their run's flow"
-    subflows = RowSubflows(context.flow_run.id, order, settings.run_id, tags)
-    _live(settings.run_id).subflows = subflows
+    live = _live(settings.run_id)
+    shown = live.listener.waiting if live.listener else None  # the wait for creations, on the progress display
+    stopped = live.containment.cancelled.is_set
+    live.subflows = subflows = RowSubflows(context.flow_run.id, order, settings.run_id, tags, shown, stopped)
     threads = concurrent.futures.ThreadPoolExecutor(at_once, thread_name_prefix="assay-row")
     # The matrix's flow run context goes with each row (its subflow's parent), without heartbeats: a sync
     # flow run waits about 1 s for its heartbeat thread at exit, and the matrix's flow run has its own.

@@ -153,19 +153,35 @@ def _created(make: Callable[[], T]) -> T:
 class RowSubflows:
     """The row subflow runs of one matrix flow run, created before their rows start.
 
-    One thread, with a client of its own (``creating_client``), creates them in the rows' order, and
-    the first ``FIRST`` (every row of most matrices) before any row starts. A creation takes about
-    0.13 s while no sample runs; once samples run, the server is busy recording their events and SQLite
-    refuses creations while other writes commit, so one took 0.5 to 1.7 s, and rows of short samples
-    waited in line for theirs (bench/README.md, "Row subflows"). Creations never compete with one another.
+    One thread, with a client of its own (``creating_client``), creates them in the rows' order: the
+    first ``FIRST`` before any row starts, the rest while the first rows run. A creation takes about
+    50 ms while no sample runs. While samples run the server is busy recording their events, and SQLite
+    refuses a creation whenever another write commits between its read and its write: one took 0.1 to
+    1.7 s, and rows of short samples, one by one, waited for theirs (bench/README.md, "Row subflows").
+    So a row that finds its subflow run not yet created waits, with the rows after it, until every one
+    is: the creations then have the server to themselves. Rows that take seconds never catch up with
+    the creator. Creations never compete with one another.
     """
 
-    FIRST = 32  # rows whose subflow runs exist before any row starts: about 4 s on a quiet local server
+    FIRST = 32  # rows whose subflow runs exist before any row starts: about 1.6 s on a quiet local server
+    _SHOW_S = 0.25  # how often the count of creations is shown while rows wait for them
 
-    def __init__(self, parent: UUID, rows: Sequence[RowSpec], run_id: str, tags: Sequence[str]) -> None:
+    def __init__(
+        self,
+        parent: UUID,
+        rows: Sequence[RowSpec],
+        run_id: str,
+        tags: Sequence[str],
+        on_wait: Callable[[str | None], None] | None = None,
+        stopped: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Start creating, and return once the first ``FIRST`` subflow runs exist; ``on_wait`` hears how
+        many exist while rows wait for them (for the progress display), and None when they stop waiting.
+        Once ``stopped()`` (the run was cancelled), a row waits for its own subflow run only."""
         self._made: dict[str, concurrent.futures.Future[RowSubflow]] = {
             row.id: concurrent.futures.Future() for row in rows
         }
+        self._on_wait, self._stopped = on_wait, stopped
         self.taken: dict[str, RowSubflow] = {}  # by row id, as rows took them
 
         def make_all() -> None:
@@ -183,13 +199,31 @@ class RowSubflows:
         # early (its API lost) must not wait at exit for creations nobody takes.
         context = contextvars.copy_context()
         threading.Thread(target=context.run, args=(make_all,), name="assay-row-create", daemon=True).start()
-        concurrent.futures.wait([self._made[row.id] for row in rows[: self.FIRST]])
+        self._wait_for([self._made[row.id] for row in rows[: self.FIRST]])
 
     def take(self, row: RowSpec) -> RowSubflow:
-        """The row's subflow run, once created (raises what kept it from being created)."""
-        subflow = self._made[row.id].result()
+        """The row's subflow run, once created (raises what kept it from being created). A row that
+        would wait for it waits for every creation left, so that no sample runs beside them."""
+        made = self._made[row.id]
+        if not made.done():
+            self._wait_for(list(self._made.values()))
+        subflow = made.result()
         self.taken[row.id] = subflow
         return subflow
+
+    def _wait_for(self, futures: Sequence[concurrent.futures.Future[RowSubflow]]) -> None:
+        """Until ``futures`` are done (created, or failed) or the run stopped, showing how many of all
+        are created."""
+        if all(future.done() for future in futures):
+            return
+        try:
+            while concurrent.futures.wait(futures, timeout=self._SHOW_S).not_done and not self._stopped():
+                if self._on_wait is not None:
+                    created = sum(made.done() for made in self._made.values())
+                    self._on_wait(f"creating the rows' subflow runs in Prefect: {created} of {len(self._made)}")
+        finally:
+            if self._on_wait is not None:
+                self._on_wait(None)
 
 
 class RowSubflow:

@@ -1,11 +1,14 @@
 """A row's subflow run as created: under the matrix's flow run, named after the row, tagged like the
 run, the row's own budget as its timeout, no secret in its parameters; tried again at once when
-SQLite refuses a creation (HTTP 503), never after Prefect's 2 s back-off."""
+SQLite refuses a creation (HTTP 503), never after Prefect's 2 s back-off; a row that would wait for
+its own waits for every creation left, unless the run was stopped."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
+import threading
 import uuid
 from typing import Any
 
@@ -107,3 +110,73 @@ def test_settings_with_changes_only_the_values_given() -> None:
             and inside.client.csrf_support_enabled == before.client.csrf_support_enabled
         )
     assert get_current_settings().client.max_retries == before.client.max_retries
+
+
+class Creations:
+    """``RowSubflows``' creator, held row by row: the creation of row ``i`` waits for ``release(i)``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+        self.rows = [dataclasses.replace(ROW, line=i, name=f"row {i}") for i in range(rows)]
+        self.gates = [threading.Event() for _ in range(rows)]
+        self.entered = [threading.Event() for _ in range(rows)]
+        self.shown: list[str | None] = []
+
+        class Client:
+            def __enter__(self) -> Client:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+            def create_flow(self, flow: object) -> uuid.UUID:
+                return FLOW_ID
+
+        def create(client: object, flow_id: uuid.UUID, parent: uuid.UUID, row: RowSpec, *rest: object) -> str:
+            self.entered[row.line].set()
+            assert self.gates[row.line].wait(30), f"{row.name} was never released"
+            return f"subflow of {row.name}"
+
+        monkeypatch.setattr(row_subflow, "creating_client", Client)
+        monkeypatch.setattr(row_subflow, "create", create)
+        monkeypatch.setattr(row_subflow.RowSubflows, "FIRST", 2)
+
+    def release(self, *rows: int) -> None:
+        for i in rows:
+            self.gates[i].set()
+
+    def taking(self, subflows: row_subflow.RowSubflows, i: int) -> tuple[threading.Thread, list[object]]:
+        taken: list[object] = []
+        thread = threading.Thread(target=lambda: taken.append(subflows.take(self.rows[i])), daemon=True)
+        thread.start()
+        return thread, taken
+
+
+def test_a_row_that_would_wait_for_its_subflow_run_waits_for_every_creation_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # While samples run, the server refuses and slows creations: rows of short samples, each waiting
+    # for its own, ran one by one. Waiting for all of them lets them be made on a quiet server.
+    c = Creations(monkeypatch, rows=5)
+    c.release(0, 1)
+    subflows = row_subflow.RowSubflows(PARENT, c.rows, "run", [], on_wait=c.shown.append)
+    assert subflows.take(c.rows[0]) == "subflow of row 0", "the first FIRST exist when the rows start"
+    thread, taken = c.taking(subflows, 2)
+    c.release(2)
+    assert c.entered[3].wait(10), "row 2's subflow run is made, row 3's is being made"
+    thread.join(timeout=0.5)
+    assert thread.is_alive() and not taken, "row 2 waits on for rows 3 and 4"
+    c.release(3, 4)
+    thread.join(timeout=10)
+    assert taken == ["subflow of row 2"]
+    assert any(shown and " of 5" in shown for shown in c.shown) and c.shown[-1] is None, c.shown
+
+
+def test_once_the_run_is_stopped_a_row_waits_for_its_own_subflow_run_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = Creations(monkeypatch, rows=5)
+    c.release(0, 1)
+    subflows = row_subflow.RowSubflows(PARENT, c.rows, "run", [], stopped=lambda: True)
+    thread, taken = c.taking(subflows, 2)
+    c.release(2)
+    thread.join(timeout=10)
+    assert taken == ["subflow of row 2"], "an interrupted run's rows do not wait for every creation"
+    c.release(3, 4)
