@@ -203,7 +203,7 @@ class RowSubflows:
 
     def take(self, row: RowSpec) -> RowSubflow:
         """The row's subflow run, once created (raises what kept it from being created). A row that
-        would wait for it waits for every creation left, so that no sample runs beside them."""
+        would wait for it waits for every creation left: no further row starts samples beside them."""
         made = self._made[row.id]
         if not made.done():
             self._wait_for(list(self._made.values()))
