@@ -215,7 +215,7 @@ class RowSubflows:
         """Until ``futures`` are done (created, or failed) or the run stopped, showing how many of all
         are created."""
         if all(future.done() for future in futures):
-            return
+            return  # nothing shown, so nothing cleared: the display's line may be a sample's wait for a slot
         try:
             while concurrent.futures.wait(futures, timeout=self._SHOW_S).not_done and not self._stopped():
                 if self._on_wait is not None:
