@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
+import copy
 import functools
 import importlib
 import logging
@@ -44,7 +45,7 @@ from flows.server.prefect_env import quiet_prefect
 quiet_prefect()
 
 import httpx  # noqa: E402
-from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect import Flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
@@ -60,6 +61,7 @@ from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.transactions import CommitMode, transaction  # noqa: E402
 from prefect.utilities.annotations import allow_failure, quote  # noqa: E402
 from prefect.utilities.urls import url_for  # noqa: E402
+from pydantic_core import to_jsonable_python  # noqa: E402
 
 from fixtures_core.errors import AssayError, ValidationFailed  # noqa: E402
 from fixtures_core.execution.containment import Containment  # noqa: E402
@@ -253,7 +255,7 @@ def finalize_task(
 
 def publish(run: RunResult, document: Path, suite: str) -> None:
     """The run's report and its rows and metrics tables as artifacts of the flow run (called in the
-    flow, not a task, so the UI shows them on the flow run), and the finished event."""
+    flow, not a task, so the UI shows them on the flow run)."""
     create_markdown_artifact(
         key=f"assay-report-{suite}", markdown=markdown.render(run, document), description=f"assay report: {suite}"
     )
@@ -261,7 +263,6 @@ def publish(run: RunResult, document: Path, suite: str) -> None:
     metrics = metrics_table(run)
     if metrics:
         create_table_artifact(key=f"assay-metrics-{suite}", table=metrics, description=f"assay metrics: {suite}")
-    emit_run_finished(run, suite, str(document))
 
 
 def rows_table(run: RunResult) -> list[dict[str, object]]:
@@ -331,9 +332,12 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     tidying = _own_flow_run(flow_run_name(launch.run_id, launch.options.label), tags, launch.options.resume is not None)
     store = store_for(launch.options)
     with InternalLog(store.run_dir(launch.run_id) / "prefect.log") as internal:
-        run = _run_matrix(launch)
-        document = store.run_file(run.run_id).resolve()
-        publish(run, document, key)
+        # The rows' subflow runs end (their final states written) while the artifacts are published.
+        with contextlib.ExitStack() as row_ends:
+            run = _run_matrix(launch, row_ends)
+            document = store.run_file(run.run_id).resolve()
+            publish(run, document, key)
+        emit_run_finished(run, key, str(document))
     note = internal.note()
     if note is not None:
         logger.warning(note)
@@ -351,7 +355,25 @@ quiet_verdict_exits()  # a deployment's flow run process imports this module bef
 # The flow's parameters are MatrixParameters' fields, flat (Prefect reads them from the signature).
 _matrix_flow.__signature__ = flow_signature()  # type: ignore[attr-defined]
 _matrix_flow.__doc__ = (_matrix_flow.__doc__ or "") + flow_args_doc()
-matrix_flow = flow(name="assay-matrix", log_prints=False, validate_parameters=False, persist_result=False)(_matrix_flow)
+
+
+class _MatrixFlow(Flow[..., RunResult]):
+    """The matrix's flow. Its parameters are ``MatrixParameters``' fields, JSON values already."""
+
+    def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        """The parameters as Prefect stores them. Prefect's own way imports FastAPI for its encoder,
+        0.12 s on the way to every run's first sample; a value JSON cannot hold is named by its type,
+        as Prefect names it."""
+        return {key: to_jsonable_python(value, fallback=_unserializable) for key, value in parameters.items()}
+
+
+def _unserializable(value: object) -> str:
+    return f"<{type(value).__name__}>"
+
+
+matrix_flow = _MatrixFlow(
+    _matrix_flow, name="assay-matrix", log_prints=False, validate_parameters=False, persist_result=False
+)
 
 
 def _deployed_launch(parameters: Mapping[str, Any], run_id: str) -> Launch:
@@ -436,7 +458,8 @@ def _import_pandas_aside() -> None:
     threading.Thread(target=importlib.import_module, args=("pandas",), name="assay-import", daemon=True).start()
 
 
-def _run_matrix(launch: Launch) -> RunResult:
+def _run_matrix(launch: Launch, row_ends: contextlib.ExitStack) -> RunResult:
+    """The run's rows, then its finalize task; the rows' subflow runs end when ``row_ends`` closes."""
     run_id, options, planned = launch.run_id, launch.options, launch.plan
     _import_pandas_aside()
     live = _live(run_id)
@@ -459,13 +482,15 @@ def _run_matrix(launch: Launch) -> RunResult:
             settings = replace(settings, daemons=daemons)
             tags = run_tags(options, planned.matrix, launch.tags)
             futures = _start_rows(order, settings, options, rows_pool, at_once, tags)
+            if live.subflows is not None:
+                row_ends.callback(_end_subflows, live.subflows)
             try:
-                _wait_rows(futures, live)
+                _wait_rows(futures)
             except BaseException:
                 # A cancelled or terminated deployment run (Prefect raises in the thread that
                 # runs the flow): kill the samples, keep what finished, then let Prefect go on.
                 live.containment.cancel()
-                _wait_rows(futures, live)
+                _wait_rows(futures)
                 rows = _row_results(futures, order, live.board)
                 interrupted = RunStop("cancelled", "interrupted: the flow run was stopped")
                 complete(recorder, options, rows, interrupted, planned.baseline, live.containment)
@@ -530,11 +555,15 @@ def _rows_done(futures: Sequence[RowFuture], live: _LiveRun) -> list[Any]:
     return [*tasks, *subflows]
 
 
-def _wait_rows(futures: Sequence[RowFuture], live: _LiveRun) -> None:
-    """Until every row is done, and its subflow run ended."""
+def _wait_rows(futures: Sequence[RowFuture]) -> None:
+    """Until every row is done (its subflow run may still be writing its final state)."""
     wait([f for f in futures if isinstance(f, PrefectFuture)])
     concurrent.futures.wait([f for f in futures if isinstance(f, concurrent.futures.Future)])
-    for subflow in list(live.subflows.taken.values() if live.subflows else ()):
+
+
+def _end_subflows(subflows: RowSubflows) -> None:
+    """Until every row's subflow run has ended (the rows are done)."""
+    for subflow in list(subflows.taken.values()):
         try:
             subflow.join()
         except Exception as exc:  # noqa: BLE001 - the row's result stands; its subflow run could not end
@@ -626,7 +655,9 @@ def run_with_prefect(
         token = _LAUNCH.set(launch)
         try:
             parameters = MatrixParameters.from_options(options, launch.tags)
-            named = matrix_flow.with_options(flow_run_name=flow_run_name(run_id, options.label))
+            # A copy, not ``with_options``: that builds the parameters' schema again (20 ms), for a name.
+            named = copy.copy(matrix_flow)
+            named.flow_run_name = flow_run_name(run_id, options.label)
             with temporary_settings(updates=updates):
                 state = cast(State[Any], named(**parameters.model_dump(), return_state=True))
                 outcome["run"] = states.carried(state, RunResult)

@@ -368,6 +368,9 @@ def test_every_row_is_a_subflow_run_of_the_matrix_with_its_own_budget_and_no_sec
     assert seen.state("thirteen") == (failed.name, failed.message), "the stand-in task run mirrors its flow run"
     waited = {i.id for i in seen.task("finalize").task_inputs.get("wait_for", [])}
     assert waited == {standing_for[name] for name in ("seven", "thirteen", "inherited")}
+    # The rows' subflow runs end while the artifacts are published, but before the matrix's flow run ends.
+    ended = seen.flow_run.end_time
+    assert ended is not None and all(r.end_time is not None and r.end_time <= ended for r in seen.subflows.values())
     # Created before any row starts: no row waits for its subflow run while others' samples keep the server busy.
     first_sample = min(seen.task(f"{name} #0").start_time for name in ("seven", "thirteen", "inherited"))  # type: ignore[type-var]
     assert all(row.created is not None and row.created < first_sample for row in seen.subflows.values())
