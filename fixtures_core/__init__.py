@@ -9,7 +9,15 @@ library call runs one row::
         result = run_row(row, RunSettings(run_id="adhoc"), containment)
 """
 
-from fixtures_core.errors import AssayError, BaselineError, CelError, FixtureError, UsageError, ValidationFailed
+from fixtures_core.errors import (
+    AssayError,
+    BaselineError,
+    CelError,
+    FixtureError,
+    RunFileError,
+    UsageError,
+    ValidationFailed,
+)
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.parsing.matrix import load_matrix, select
@@ -29,6 +37,7 @@ __all__ = [
     "MetricSpec",
     "RowResult",
     "RowSpec",
+    "RunFileError",
     "RunResult",
     "RunSettings",
     "SampleResult",

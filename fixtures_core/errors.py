@@ -3,7 +3,8 @@
     AssayError                 anything assay reports to the user (exit 2)
     ├── FixtureError           a fixture file is wrong: prints ``path:line: field: message``
     ├── CelError               an expression does not compile; carries the expression
-    ├── BaselineError          a saved run cannot serve as a baseline
+    ├── RunFileError           a saved run (or its evidence, its start record) cannot be found or read
+    │   └── BaselineError      ... or cannot serve as a baseline (the gate fails closed)
     ├── UsageError             a command-line option is out of range
     └── StateError             a planted file in the state folder (a symlink, a FIFO)
 
@@ -13,7 +14,8 @@ is and, where it can, what to do next.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 
 class AssayError(Exception):
@@ -46,13 +48,32 @@ class CelError(AssayError):
         super().__init__(message)
 
 
-class BaselineError(AssayError):
+class RunFileError(AssayError):
+    """A saved run that cannot be found or read, or a record of one (its evidence, its start record).
+    Prints ``run REFERENCE: reason``, or ``path: reason`` for a record (``role`` None)."""
+
+    def __init__(self, path: str, reason: str, role: str | None = "run") -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{role} {path}: {reason}" if role else f"{path}: {reason}")
+
+
+class BaselineError(RunFileError):
     """A saved run that cannot be used as a baseline (the gate fails closed)."""
 
     def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"baseline {path}: {reason}")
+        super().__init__(path, reason, role="baseline")
+
+
+@contextlib.contextmanager
+def as_baseline() -> Iterator[None]:
+    """A saved run that cannot be found or read, told as the baseline it was given as."""
+    try:
+        yield
+    except BaselineError:
+        raise
+    except RunFileError as exc:
+        raise BaselineError(exc.path, exc.reason) from None
 
 
 class UsageError(AssayError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from fixtures_core.errors import BaselineError, StateError
+from fixtures_core.errors import RunFileError, StateError
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.rundoc import decode
 from fixtures_core.results import RowResult, SampleResult
@@ -23,7 +23,7 @@ def raw_rows(run_dir: Path) -> dict[str, RowResult]:
     Each row's ``evidence`` names the file it was read from, relative to ``run_dir``."""
     folder = run_dir / "evidence"
     if not folder.is_dir():
-        raise BaselineError(str(run_dir), "no evidence folder: the run kept no evidence to re-judge")
+        raise RunFileError(str(run_dir), "no evidence folder: the run kept no evidence to re-judge")
     rows: dict[str, RowResult] = {}
     for path in sorted(folder.glob("*.jsonl")):
         samples, row = read_evidence(path)
@@ -41,7 +41,7 @@ def read_evidence(path: Path) -> tuple[dict[int, SampleResult], RowResult | None
     try:  # a regular file only: a FIFO planted in the evidence folder would hang the resume
         text = read_regular_file(path, MAX_RUN_BYTES, "evidence file").decode("utf-8")
     except (OSError, ValueError) as exc:
-        raise BaselineError(str(path), f"unreadable evidence: {exc}") from None
+        raise RunFileError(str(path), f"unreadable evidence: {exc}", role=None) from None
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             entry = loads_json(line, MAX_RUN_JSON_DEPTH)
@@ -60,5 +60,5 @@ def read_evidence(path: Path) -> tuple[dict[int, SampleResult], RowResult | None
                 document["samples"] = []
                 raw = decode(document, RowResult)
         except (TypeError, ValueError, KeyError) as exc:
-            raise BaselineError(str(path), f"malformed evidence line: {exc}") from None
+            raise RunFileError(str(path), f"malformed evidence line: {exc}", role=None) from None
     return samples, raw

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import RunFileError
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.parsing.parser import fixture_identity
 from fixtures_core.records.rundoc import SCHEMA, RunResult, from_document
@@ -70,7 +70,7 @@ class History:
 
 def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LAST) -> History:
     """The last ``last`` runs of a suite under ``store``, oldest first; ``selector`` is a label or a
-    fixture file (None: the newest run's suite). BaselineError when no run matches."""
+    fixture file (None: the newest run's suite). RunFileError when no run matches."""
     suite: Suite | None = _selector(selector) if selector is not None else None
     found: list[RunResult] = []
     notes: list[str] = []
@@ -83,7 +83,7 @@ def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LA
             continue
         try:
             document = _document(path)
-        except BaselineError as exc:
+        except RunFileError as exc:
             notes.append(f"{run_id}: unreadable ({exc.reason})")
             continue
         label, files = _identity(document)
@@ -92,8 +92,9 @@ def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LA
         if suite.matches(label, files):
             found.append(_decoded(path, document))
     if suite is None or not found:
-        where = f"under {store.root}/runs"
-        raise BaselineError(selector or str(store.root), f"no saved run of this suite {where}" if selector else where)
+        if selector is not None:
+            raise RunFileError(selector, f"no saved run of this suite under {store.root}/runs", role="suite")
+        raise RunFileError(f"{store.root}/runs", "no saved run", role=None)
     oldest = found[-1].run_id
     kept = [note for note in notes if note.split(":", 1)[0] >= oldest]  # only those among the window's runs
     return History(suite, tuple(reversed(found)), tuple(reversed(kept)))
@@ -109,13 +110,13 @@ def previous_run(store: Store, run: RunResult) -> RunResult | None:
             continue
         try:
             document = _document(path)
-        except BaselineError:
+        except RunFileError:
             continue
         label, files = _identity(document)
         if suite.matches(label, files):
             try:
                 return _decoded(path, document)
-            except BaselineError:
+            except RunFileError:
                 continue
     return None
 
@@ -137,7 +138,7 @@ def _document(path: Path) -> Mapping[str, object]:
     try:
         stat = path.stat()
     except OSError as exc:
-        raise BaselineError(str(path), f"cannot read: {exc.strerror or exc}") from None
+        raise RunFileError(str(path), f"cannot read: {exc.strerror or exc}") from None
     return _read(str(path), stat.st_mtime_ns, stat.st_size)
 
 
@@ -148,9 +149,9 @@ def _read(path: str, _mtime_ns: int, _size: int) -> Mapping[str, object]:
         document = loads_json(data.decode("utf-8"), MAX_RUN_JSON_DEPTH)
     except (LimitExceeded, OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise BaselineError(path, f"cannot read: {reason}"[:200]) from None
+        raise RunFileError(path, f"cannot read: {reason}"[:200]) from None
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise BaselineError(path, f"not an {SCHEMA} run document")
+        raise RunFileError(path, f"not an {SCHEMA} run document")
     return document
 
 

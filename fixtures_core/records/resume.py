@@ -23,7 +23,7 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.errors import RunFileError, UsageError
 from fixtures_core.execution.pool import Resumed
 from fixtures_core.limits import MAX_RUN_JSON_DEPTH, loads_json, read_regular_file
 from fixtures_core.records.evidence import read_evidence
@@ -88,7 +88,7 @@ def find_started(store: Store, reference: str) -> Started:
     path = resolve_started(store, reference)
     started = read_started(path)
     if not _RUN_ID.fullmatch(started.run_id):
-        raise BaselineError(str(path), f"start record with an invalid run id {started.run_id!r}")
+        raise RunFileError(str(path), f"start record with an invalid run id {started.run_id!r}", role=None)
     run_dir = store.run_dir(started.run_id)
     for folder in (store.root / "runs", run_dir, *(run_dir / name for name in ("evidence", "attempts", "judge"))):
         check_folder(folder)  # a symlinked run folder would lead the resumed run's writes elsewhere
@@ -101,16 +101,16 @@ def find_started(store: Store, reference: str) -> Started:
 
 
 def read_started(path: Path) -> Started:
-    """A run's start record; BaselineError when it is not one."""
+    """A run's start record; RunFileError when it is not one."""
     try:
         document = loads_json(read_regular_file(path, _MAX_STARTED_BYTES, STARTED).decode("utf-8"), MAX_RUN_JSON_DEPTH)
     except (OSError, ValueError) as exc:
-        raise BaselineError(str(path), f"unreadable start record: {exc}") from None
+        raise RunFileError(str(path), f"unreadable start record: {exc}", role=None) from None
     if not isinstance(document, dict) or document.get("schema") != STARTED_SCHEMA:
-        raise BaselineError(str(path), f"not an {STARTED_SCHEMA} start record")
+        raise RunFileError(str(path), f"not an {STARTED_SCHEMA} start record", role=None)
     options, fixtures = document.get("options"), document.get("fixtures")
     if not isinstance(options, dict) or not isinstance(fixtures, dict):
-        raise BaselineError(str(path), "start record without options or fixtures")
+        raise RunFileError(str(path), "start record without options or fixtures", role=None)
     return Started(str(document.get("run_id")), str(document.get("started_at")), options, fixtures, str(path))
 
 
@@ -127,7 +127,7 @@ def check_resumable(store: Store, started: Started) -> None:
         return
     try:
         run = load_run(run_file)
-    except BaselineError:
+    except RunFileError:
         return  # a torn run.json: the evidence decides
     if run.stopped != "cancelled":
         raise UsageError(
@@ -162,11 +162,15 @@ def resumed_rows(store: Store, run_id: str, matrix: Matrix) -> Resumed:
         if not os.path.lexists(path):
             continue
         if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO would hang the appends; a symlink, lead them away
-            raise BaselineError(str(path), "evidence that is not a regular file (a FIFO, a folder, a symlink): refused")
+            raise RunFileError(
+                str(path), "evidence that is not a regular file (a FIFO, a folder, a symlink): refused", role=None
+            )
         found, raw = read_evidence(path)
         beyond = [i for i in found if not 0 <= i < spec.most_samples]  # a budgeted row's extras go past repeat
         if beyond:
-            raise BaselineError(str(path), f"sample index {beyond[0]} outside the row's {spec.most_samples} samples")
+            raise RunFileError(
+                str(path), f"sample index {beyond[0]} outside the row's {spec.most_samples} samples", role=None
+            )
         if raw is not None and not _ended_by_interrupt(raw):
             rows[spec.id] = replace(raw, samples=tuple(found[i] for i in sorted(found)))
             continue

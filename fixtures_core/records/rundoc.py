@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.shipgate import SuiteOutcome
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import RunFileError
 
 # The atomic writers live in ``fixtures_core.files``; re-exported where callers used to find them.
 from fixtures_core.files import write_atomic as write_atomic
@@ -183,10 +183,10 @@ def _nest_groups(summary: dict[str, object]) -> None:
 
 
 def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult:
-    """Rebuild a RunResult; raise BaselineError when the document is not a v1 run."""
+    """Rebuild a RunResult; raise RunFileError when the document is not a v1 run."""
     if not isinstance(document, Mapping) or document.get("schema") != SCHEMA:
         found = document.get("schema") if isinstance(document, Mapping) else type(document).__name__
-        raise BaselineError(path, f"not an {SCHEMA} run document (schema: {_short(found)})")
+        raise RunFileError(path, f"not an {SCHEMA} run document (schema: {_short(found)})")
     try:
         data = dict(document)
         summary = data.get("summary") or {}
@@ -201,7 +201,7 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
         data["summary"] = summary
         decoded = _decode(data, RunResult)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # any shape other than the schema's
-        raise BaselineError(path, f"malformed run document: {excerpt(str(exc), 160)}") from None
+        raise RunFileError(path, f"malformed run document: {excerpt(str(exc), 160)}") from None
     assert isinstance(decoded, RunResult)
     return upgrade(decoded)
 
@@ -321,7 +321,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def load_run(path: str | Path) -> RunResult:
-    """Read a run document from disk; every failure is a BaselineError (fail closed).
+    """Read a run document from disk; every failure is a RunFileError (a baseline's fails closed).
 
     The file must be a regular file within ``MAX_RUN_BYTES`` and its JSON
     within ``MAX_RUN_JSON_DEPTH`` levels (``limits``): a FIFO, a device or a
@@ -331,15 +331,15 @@ def load_run(path: str | Path) -> RunResult:
     try:
         data = read_regular_file(Path(path), MAX_RUN_BYTES, "run document")
     except FileNotFoundError:
-        raise BaselineError(shown, "file not found") from None
+        raise RunFileError(shown, "file not found") from None
     except LimitExceeded as exc:
-        raise BaselineError(shown, str(exc)) from None
+        raise RunFileError(shown, str(exc)) from None
     except OSError as exc:
-        raise BaselineError(shown, f"cannot read: {exc.strerror or exc}") from None
+        raise RunFileError(shown, f"cannot read: {exc.strerror or exc}") from None
     try:
         document = loads_json(data.decode("utf-8"), MAX_RUN_JSON_DEPTH)
     except LimitExceeded as exc:
-        raise BaselineError(shown, str(exc)) from None
+        raise RunFileError(shown, str(exc)) from None
     except ValueError as exc:  # UnicodeDecodeError too
-        raise BaselineError(shown, f"not JSON ({excerpt(str(exc), 160)})") from None
+        raise RunFileError(shown, f"not JSON ({excerpt(str(exc), 160)})") from None
     return from_document(document, shown)  # type: ignore[arg-type]

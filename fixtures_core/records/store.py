@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.errors import RunFileError, UsageError
 from fixtures_core.files import MAX_SLUG as MAX_SLUG  # re-exported: callers found the slug rules here
 from fixtures_core.files import append_json_line, write_atomic, write_json_atomic
 from fixtures_core.files import slug as slug
@@ -113,11 +113,13 @@ class Store:
         write_atomic(self.latest, lambda tmp: _link_or_copy(path, tmp), own=True)  # runs may close at once
 
     def resolve_run(self, reference: str) -> Path:
-        """A run file from a path, a run id, a baseline name, or ``latest``."""
+        """A run file from a path, a run's folder, a run id, a baseline name, or ``latest``."""
         given = Path(reference)
         try:
             if given.exists() and not given.is_dir():
                 return given  # even a FIFO or a device: load_run says why it is no run
+            if given.is_dir() and os.path.lexists(given / "run.json"):
+                return given / "run.json"  # a run's folder, as `assay history` and the run's report name it
         except OSError:  # a reference that is no file name (too long, ...): try the other meanings
             pass
         candidates = [self.run_file(reference), self.baseline_file(reference)]
@@ -129,8 +131,12 @@ class Store:
                     return candidate
             except OSError:
                 continue
-        raise BaselineError(
-            reference, f"no such run file, run id under {self.root}/runs, or baseline name under {self.root}/baselines"
+        if _is_folder(given):
+            raise RunFileError(reference, "a folder without run.json: not the folder of a run that finished")
+        raise RunFileError(
+            reference,
+            f"no such run file, run folder, run id under {self.root}/runs, "
+            f"or baseline name under {self.root}/baselines",
         )
 
     def bless(self, reference: str, name: str, force: bool = False) -> Path:
@@ -151,6 +157,13 @@ class Store:
         if not is_real_folder(folder):
             return []
         return sorted((p / "run.json" for p in folder.iterdir() if is_real_folder(p)), reverse=True)
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long to be one
+        return False
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

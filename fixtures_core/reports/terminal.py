@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fixtures_core.analysis.baseline import Comparison
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import RunFileError
 from fixtures_core.records.lock import holder
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.reports import describe, shipgate
@@ -146,7 +146,7 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
             continue
         try:
             run = load_run(path)
-        except BaselineError as exc:
+        except RunFileError as exc:
             reason = visible(str(exc.reason))
             table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", "", "", reason)
             continue

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from fixtures_core.errors import BaselineError, UsageError, ValidationFailed
+from fixtures_core.errors import BaselineError, UsageError, ValidationFailed, as_baseline
 from fixtures_core.execution.judging import suites_of
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
 from fixtures_core.execution.sample_budget import SampleBudget, budget_total
@@ -220,14 +220,16 @@ def shipped_for_gates(options: RunOptions, matrix: Matrix) -> Baseline | None:
     path = store_for(options).baseline_file(SHIPPED)
     if not path.is_file():
         return None
-    return Baseline(str(path), load_run(path), ship_gates_only=True, name=SHIPPED)
+    with as_baseline():
+        return Baseline(str(path), load_run(path), ship_gates_only=True, name=SHIPPED)
 
 
 def load_baseline(options: RunOptions) -> Baseline:
     """The baseline run of these options; BaselineError when it cannot serve as one."""
     assert options.baseline is not None
-    path = store_for(options).resolve_run(options.baseline)
-    baseline = load_run(path)
+    with as_baseline():
+        path = store_for(options).resolve_run(options.baseline)
+        baseline = load_run(path)
     if not baseline.rows:
         raise BaselineError(str(path), "baseline has no rows")
     return Baseline(str(path), baseline, name=options.baseline)

@@ -10,7 +10,7 @@ import typer
 
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.analysis.trends import trends
-from fixtures_core.errors import AssayError, UsageError, ValidationFailed
+from fixtures_core.errors import AssayError, UsageError, ValidationFailed, as_baseline
 from fixtures_core.files import write_text_atomic
 from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.history import DEFAULT_LAST, suite_runs
@@ -22,7 +22,7 @@ from fixtures_core.reports.html_trends import trends_html
 from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.trends import render as render_trends
 from fixtures_core.text import counted
-from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, SUMMARY_HELP
+from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SAVED_RUN_HELP, SUMMARY_HELP
 from flows.cli.session import Exit, err, out
 
 TRENDS_HTML_HELP = "Also write the trends as one self-contained HTML page here."
@@ -48,7 +48,7 @@ def validate_command(
 
 
 def bless_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = SHIPPED,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     force: Annotated[bool, typer.Option("--force", help="Bless a FAIL, ERR, regressed or dry run anyway.")] = False,
@@ -60,8 +60,8 @@ def bless_command(
 
 
 def compare_command(
-    baseline_ref: Annotated[str, typer.Argument(metavar="BASELINE", help="Run file, run id or blessed name.")],
-    current_ref: Annotated[str, typer.Argument(metavar="CURRENT", help="Run file, run id or blessed name.")],
+    baseline_ref: Annotated[str, typer.Argument(metavar="BASELINE", help=SAVED_RUN_HELP)],
+    current_ref: Annotated[str, typer.Argument(metavar="CURRENT", help=SAVED_RUN_HELP)],
     tolerance: Annotated[
         float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1.")
     ] = 0.0,
@@ -73,8 +73,9 @@ def compare_command(
     """
     check_tolerance(tolerance)
     store = Store(Path(out_dir))
-    baseline_path = store.resolve_run(baseline_ref)
-    baseline = load_run(baseline_path)
+    with as_baseline():
+        baseline_path = store.resolve_run(baseline_ref)
+        baseline = load_run(baseline_path)
     current = load_run(store.resolve_run(current_ref))
     if current.status == "ERR":
         err.print(f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison")
@@ -85,7 +86,7 @@ def compare_command(
 
 
 def show_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
 ) -> None:
     """Print a saved run's report, as the run printed it."""
@@ -93,7 +94,7 @@ def show_command(
 
 
 def report_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id, blessed name or latest.")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
     html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
     junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
     summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,

@@ -99,7 +99,8 @@ def run_command(
     ] = None,
     engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
     baseline: Annotated[
-        Optional[str], typer.Option("--baseline", help="Compare with a saved run: a run file, run id or blessed name.")
+        Optional[str],
+        typer.Option("--baseline", help="Compare with a saved run: a run file, run folder, run id or blessed name."),
     ] = None,
     tolerance: Annotated[
         float,
@@ -183,7 +184,7 @@ def run_command(
 
 
 def rejudge_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run id or 'latest'.")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run folder, run id or 'latest'.")],
     judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
     seed: Annotated[
         Optional[int], typer.Option("--seed", help="Seed of the blind labels (default: the run's).")

@@ -139,6 +139,7 @@ PUBLIC_API = {
         "MetricSpec",
         "RowResult",
         "RowSpec",
+        "RunFileError",
         "RunResult",
         "RunSettings",
         "SampleResult",

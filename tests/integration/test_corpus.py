@@ -148,7 +148,7 @@ def _bad_baselines() -> list[Case]:
         Case(
             "baseline missing",
             args("run", "{ok}", "--engine", "local", "--baseline", "{dir}/nope.json"),
-            says="no such run file",
+            says="nope.json: no such run file",
         ),
         Case("baseline not JSON", baseline("{not json"), says="not JSON"),
         Case("baseline empty file", baseline(""), says="not JSON"),
@@ -185,7 +185,7 @@ def _bad_baselines() -> list[Case]:
         Case(
             "baseline a folder",
             args("run", "{ok}", "--engine", "local", "--baseline", "{dir}"),
-            says="no such run file",
+            says="a folder without run.json",
         ),
         Case(
             "baseline summary a list", mutated_baseline(set_key("summary", [1, 2]), ""), says="malformed run document"
@@ -563,7 +563,7 @@ CASES: list[Case] = [
     Case("no command", args(), usage=True, says="give a command: run, validate, bless"),
     Case("server without a command", args("server"), usage=True, says="give a command: start, stop, status"),
     Case("compare with one run", args("compare", "x"), usage=True, says="CURRENT"),
-    Case("bless a missing run", args("bless", "nope"), says="no such run file"),
+    Case("bless a missing run", args("bless", "nope"), says="run nope: no such run file"),
     Case("validate nothing", args("validate"), usage=True, says="PATH"),
     Case("history of a missing folder", args("history", "--out", "{dir}/nowhere"), code=0),
     # --- baselines and saved runs -------------------------------------------------------------------
@@ -593,7 +593,7 @@ CASES: list[Case] = [
     Case("--bless with --dry-run", args("run", "{ok}", "--bless", "--dry-run"), says="--bless"),
     Case("--html a folder", args("run", "{ok}", "--engine", "local", "--html", "{dir}"), says="--html"),
     Case("report without a file to write", args("report", "latest"), says="give at least one of"),
-    Case("rejudge a missing run", args("rejudge", "nope"), says="no such run file"),
+    Case("rejudge a missing run", args("rejudge", "nope"), says="run nope: no such run file"),
     # Issue 20: stored state is untrusted input.
     Case(  # issue 31: a start record's report paths are never used; the resumed run writes into its folder
         "resume: html written outside",

@@ -107,6 +107,7 @@ def test_bad_baseline_fails_closed_before_running(project: Path, content: str | 
     code, _, stderr = run(project, "--baseline", str(baseline))
     assert code == 2
     assert reason in stderr and len(stderr.strip().splitlines()) == 1
+    assert f"baseline {baseline}: {reason}" in stderr, "named as the baseline it was given as"
     assert "Traceback" not in stderr
     assert not (project / ".assay" / "runs").exists(), "the gate fails closed before spending anything"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import RunFileError
 from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.shareable import shareable_sample
 from fixtures_core.records.store import Store
@@ -45,5 +45,5 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 
 def test_a_run_without_evidence_cannot_be_rejudged(tmp_path: Path) -> None:
-    with pytest.raises(BaselineError, match="no evidence folder"):
+    with pytest.raises(RunFileError, match="no evidence folder"):
         raw_rows(tmp_path)

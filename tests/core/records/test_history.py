@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import RunFileError
 from fixtures_core.records.history import previous_run, suite_runs
 from fixtures_core.records.store import Store
 from tests.core.analysis.test_trends import history, run
@@ -37,7 +37,7 @@ def test_runs_are_selected_by_label_or_fixture_file(tmp_path: Path) -> None:
     assert [r.label for r in suite_runs(store, "pr").runs] == ["pr", "pr"]
     by_file = suite_runs(store, "nightly.md", last=100).runs  # every run that ran the file, whatever its label
     assert len(by_file) == 14 + 3
-    with pytest.raises(BaselineError, match="no saved run of this suite"):
+    with pytest.raises(RunFileError, match="no saved run of this suite"):
         suite_runs(store, "weekly")
 
 

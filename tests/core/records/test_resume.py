@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.errors import RunFileError, UsageError
 from fixtures_core.parsing.matrix import load_matrix
 from fixtures_core.records.resume import Started, check_resumable, find_started, resumed_rows
 from fixtures_core.records.store import Store
@@ -123,7 +123,7 @@ def start_record(folder: Path, run_id: str) -> None:
 def test_a_start_record_naming_a_path_as_its_run_id_is_refused(tmp_path: Path) -> None:
     store = Store(tmp_path / "state")
     start_record(store.run_dir("r1"), "../../elsewhere")
-    with pytest.raises(BaselineError, match=r"start record with an invalid run id '\.\./\.\./elsewhere'"):
+    with pytest.raises(RunFileError, match=r"start record with an invalid run id '\.\./\.\./elsewhere'"):
         find_started(store, "r1")
 
 

@@ -1,4 +1,4 @@
-"""Decoding a run document: a hand-edited field of the wrong type is a BaselineError, not a traceback."""
+"""Decoding a run document: a hand-edited field of the wrong type is a RunFileError, not a traceback."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fixtures_core.analysis.finalize import Summary
-from fixtures_core.errors import BaselineError
+from fixtures_core.errors import RunFileError
 from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from_document, load_run, to_document
 from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
@@ -143,7 +143,7 @@ def test_a_field_of_the_wrong_type_is_a_baseline_error(
 ) -> None:
     edit(document)
     path = write(tmp_path, document)
-    with pytest.raises(BaselineError) as caught:
+    with pytest.raises(RunFileError) as caught:
         load_run(path)
     assert str(path) in str(caught.value)
     assert "malformed run document: " + message in str(caught.value)

@@ -1,8 +1,8 @@
-"""Properties of the run-document loader, for any file content: a RunResult or one BaselineError.
+"""Properties of the run-document loader, for any file content: a RunResult or one RunFileError.
 
 A saved run or a baseline may be hand-edited, truncated or hostile. Hypothesis
 writes arbitrary JSON, and real run documents with a random part replaced;
-loading gives a RunResult or a BaselineError naming the file, and a document
+loading gives a RunResult or a RunFileError naming the file, and a document
 that loads can be compared and reported (terminal, Markdown, HTML, JUnit)
 without any other exception; its JUnit XML is well formed.
 """
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from fixtures_core.analysis.baseline import compare
-from fixtures_core.errors import AssayError, BaselineError
+from fixtures_core.errors import AssayError, RunFileError
 from fixtures_core.records.rundoc import RunResult, load_run, to_document
 from fixtures_core.reports import markdown, terminal
 from fixtures_core.reports.html import html
@@ -48,7 +48,7 @@ SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[Heal
 def loads_or_names_the_file(path: Path) -> RunResult | None:
     try:
         return load_run(path)
-    except BaselineError as exc:
+    except RunFileError as exc:
         assert str(path) in str(exc)
         assert "\n" not in str(exc)
         return None
@@ -109,7 +109,7 @@ def test_a_run_with_any_part_replaced_loads_compares_and_reports_or_is_refused(
         return
     good = small_run()
     for baseline, current in ((loaded, good), (good, loaded)):
-        with contextlib.suppress(AssayError):  # a BaselineError or UsageError is a clean refusal
+        with contextlib.suppress(AssayError):  # a RunFileError or UsageError is a clean refusal
             compare(baseline, current, 0.0, str(path))
     terminal.render(loaded, Console(file=io.StringIO(), width=200))
     terminal.render_history([path], Console(file=io.StringIO(), width=200))

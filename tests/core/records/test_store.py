@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fixtures_core.errors import BaselineError, UsageError
+from fixtures_core.errors import BaselineError, RunFileError, UsageError, as_baseline
 from fixtures_core.records.rundoc import load_run, to_document
 from fixtures_core.records.store import Store, bless_refusal
 from fixtures_core.reports import terminal
@@ -65,7 +65,7 @@ def test_baseline_latest_that_is_malformed_is_named(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.latest.parent.mkdir(parents=True, exist_ok=True)
     store.latest.write_text('{"schema": "assay.run/v1", "fixtures": 3}')
-    with pytest.raises(BaselineError, match="latest.json: malformed run document: fixtures: expected a list"):
+    with pytest.raises(RunFileError, match="latest.json: malformed run document: fixtures: expected a list"):
         load_run(store.resolve_run("latest"))
 
 
@@ -75,12 +75,29 @@ def test_a_reference_that_is_a_fifo_reaches_the_loader_which_refuses_it(tmp_path
     fifo = tmp_path / "base.json"
     os.mkfifo(fifo)
     assert Store(tmp_path / "state").resolve_run(str(fifo)) == fifo
-    with pytest.raises(BaselineError, match="a FIFO"):
+    with pytest.raises(RunFileError, match="a FIFO"):
         load_run(fifo)
 
 
+def test_a_runs_folder_names_its_run_and_a_missing_run_is_named_as_a_run(tmp_path: Path) -> None:
+    """``assay show``, ``report``, ``bless`` take the folder a run is kept in; what is no run is a run's error,
+    and a baseline's only where it was given as a baseline."""
+    store = Store(tmp_path / "state")
+    path = store.write_run(small_run())
+    assert store.resolve_run(str(path.parent)) == path
+    path.unlink()
+    with pytest.raises(RunFileError, match="a folder without run.json") as unfinished:
+        store.resolve_run(str(path.parent))
+    assert not isinstance(unfinished.value, BaselineError)
+    with pytest.raises(RunFileError, match=r"^run nope: no such run file, run folder, run id") as missing:
+        store.resolve_run("nope")
+    assert not isinstance(missing.value, BaselineError)
+    with pytest.raises(BaselineError, match=r"^baseline nope: no such run file"), as_baseline():
+        store.resolve_run("nope")
+
+
 def test_a_reference_too_long_for_a_file_name_is_no_run(tmp_path: Path) -> None:
-    with pytest.raises(BaselineError, match="no such run file"):
+    with pytest.raises(RunFileError, match="no such run file"):
         Store(tmp_path).resolve_run("x" * 5000)
 
 
