@@ -114,11 +114,12 @@ class Store:
 
     def resolve_run(self, reference: str) -> Path:
         """A run file from a path, a run's folder, a run id, a baseline name, or ``latest``."""
-        given = Path(reference)
+        given, folder = Path(reference), False
         try:
             if given.exists() and not given.is_dir():
                 return given  # even a FIFO or a device: load_run says why it is no run
-            if given.is_dir() and os.path.lexists(given / "run.json"):
+            folder = given.is_dir()
+            if folder and os.path.lexists(given / "run.json"):
                 return given / "run.json"  # a run's folder, as `assay history` and the run's report name it
         except OSError:  # a reference that is no file name (too long, ...): try the other meanings
             pass
@@ -131,7 +132,7 @@ class Store:
                     return candidate
             except OSError:
                 continue
-        if _is_folder(given):
+        if folder:
             raise RunFileError(reference, "a folder without run.json: not the folder of a run that finished")
         raise RunFileError(
             reference,
@@ -157,13 +158,6 @@ class Store:
         if not is_real_folder(folder):
             return []
         return sorted((p / "run.json" for p in folder.iterdir() if is_real_folder(p)), reverse=True)
-
-
-def _is_folder(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:  # a name too long to be one
-        return False
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
