@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fixtures_core.errors import RunFileError, UsageError
+from fixtures_core.errors import RunFileError, UsageError, as_baseline
 from fixtures_core.files import MAX_SLUG as MAX_SLUG  # re-exported: callers found the slug rules here
 from fixtures_core.files import append_json_line, write_atomic, write_json_atomic
 from fixtures_core.files import slug as slug
@@ -139,6 +139,13 @@ class Store:
             f"no such run file, run folder, run id under {self.root}/runs, "
             f"or baseline name under {self.root}/baselines",
         )
+
+    def load_baseline(self, reference: str) -> tuple[Path, RunResult]:
+        """The run file ``reference`` names and its run, read as a baseline: what cannot be found or
+        read is a ``BaselineError``."""
+        with as_baseline():
+            path = self.resolve_run(reference)
+            return path, load_run(path)
 
     def bless(self, reference: str, name: str, force: bool = False) -> Path:
         """Promote a run to ``baselines/<name>.json``, in the current (shareable) form even when

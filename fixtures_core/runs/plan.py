@@ -227,9 +227,7 @@ def shipped_for_gates(options: RunOptions, matrix: Matrix) -> Baseline | None:
 def load_baseline(options: RunOptions) -> Baseline:
     """The baseline run of these options; BaselineError when it cannot serve as one."""
     assert options.baseline is not None
-    with as_baseline():
-        path = store_for(options).resolve_run(options.baseline)
-        baseline = load_run(path)
+    path, baseline = store_for(options).load_baseline(options.baseline)
     if not baseline.rows:
         raise BaselineError(str(path), "baseline has no rows")
     return Baseline(str(path), baseline, name=options.baseline)

@@ -10,7 +10,7 @@ import typer
 
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.analysis.trends import trends
-from fixtures_core.errors import AssayError, UsageError, ValidationFailed, as_baseline
+from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.files import write_text_atomic
 from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.history import DEFAULT_LAST, suite_runs
@@ -73,9 +73,7 @@ def compare_command(
     """
     check_tolerance(tolerance)
     store = Store(Path(out_dir))
-    with as_baseline():
-        baseline_path = store.resolve_run(baseline_ref)
-        baseline = load_run(baseline_path)
+    baseline_path, baseline = store.load_baseline(baseline_ref)
     current = load_run(store.resolve_run(current_ref))
     if current.status == "ERR":
         err.print(f"error: run {current.run_id} errored ({current.error or 'see its rows'}): no comparison")
