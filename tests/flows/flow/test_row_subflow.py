@@ -18,6 +18,7 @@ from prefect.client.schemas.objects import FlowRun, TaskRun
 
 from fixtures_core.spec import Expectation, RowSpec
 from flows.flow import row_subflow
+from tests.polling import until
 
 SECRET = "sk-" + "proj0123456789abcdefghijklmnop"
 ROW = RowSpec(
@@ -163,8 +164,9 @@ def test_a_row_that_would_wait_for_its_subflow_run_waits_for_every_creation_left
     thread, taken = c.taking(subflows, 2)
     c.release(2)
     assert c.entered[3].wait(10), "row 2's subflow run is made, row 3's is being made"
-    thread.join(timeout=0.5)
-    assert thread.is_alive() and not taken, "row 2 waits on for rows 3 and 4"
+    # Shown only by a row still waiting: row 2's subflow run exists, and row 2 waits on for rows 3 and 4.
+    assert until(lambda: "creating the rows' subflow runs in Prefect: 3 of 5" in c.shown), c.shown
+    assert not taken and thread.is_alive(), "row 2 waits on for rows 3 and 4"
     c.release(3, 4)
     thread.join(timeout=10)
     assert taken == ["subflow of row 2"]
