@@ -34,9 +34,9 @@ class ProgressListener(Protocol):
 
     def row_finished(self, row: RowResult) -> None: ...
 
-    def waiting(self, text: str | None) -> None:
-        """What samples wait for outside this process (``waiting for provider=claude (2 of 2 held)``);
-        None once they got it."""
+    def waiting(self, waiter: object, text: str | None) -> None:
+        """What ``waiter`` (a sample, the rows) waits for outside this process (``waiting for
+        provider=claude (2 of 2 held)``); None once it got it. Waiters come and go independently."""
         ...
 
 
@@ -77,7 +77,7 @@ class Progress:
         self._samples_total = sum(self._planned.values())
         self._rows_done = self._samples_done = self._failed = self._errored = 0
         self._running: dict[str, InFlight] = {}
-        self._waiting: str | None = None
+        self._waits: dict[object, str] = {}  # by waiter, the latest last
 
     def row_started(self, row: RowSpec) -> None:
         if row.skip:
@@ -100,9 +100,11 @@ class Progress:
             # A row that stopped early (ERR, budget, cancel, a skip command) runs no more samples.
             self._samples_total -= self._planned.pop(row.id, 0) - len(row.samples)
 
-    def waiting(self, text: str | None) -> None:
+    def waiting(self, waiter: object, text: str | None) -> None:
         with self._lock:
-            self._waiting = text
+            self._waits.pop(waiter, None)
+            if text is not None:
+                self._waits[waiter] = text
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -120,7 +122,7 @@ class Progress:
                 elapsed_s=elapsed,
                 eta_s=eta,
                 in_flight=tuple(self._running.values()),
-                waiting=self._waiting,
+                waiting=next(reversed(self._waits.values()), None),  # the latest wait still on
             )
 
 

@@ -55,8 +55,8 @@ def limit_name(key: LimitKey, rate: bool = False) -> str:
 class GlobalLimits:
     """The Prefect-side ``Gate`` of a run's sample pool.
 
-    ``on_wait`` hears what a sample waits for (``provider=claude (2 of 2 held)``), and None once it
-    got its slot; ``guard`` learns every lease held, to give them back should the run die.
+    ``on_wait`` hears what a sample (the waiter, its first argument) waits for (``provider=claude (2 of 2
+    held)``), and None once it got its slot; ``guard`` learns every lease held, to give them back should the run die.
     """
 
     def __init__(
@@ -64,7 +64,7 @@ class GlobalLimits:
         limits: Iterable[Limit],
         keys: Iterable[LimitKey],
         logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
-        on_wait: Callable[[str | None], None] | None = None,
+        on_wait: Callable[[object, str | None], None] | None = None,
         guard: LeaseGuard | None = None,
     ) -> None:
         self._caps = {limit.property: limit.concurrency for limit in limits if limit.concurrency is not None}
@@ -115,6 +115,7 @@ class GlobalLimits:
     def _acquire(self, caps: list[str], give_up: Callable[[], str | None]) -> UUID | None:
         """A lease on one slot of each of ``caps``; None when ``give_up`` said why not first."""
         waiting = False
+        waiter = object()  # this sample's wait: another sample's slot must not clear what it shows
         try:
             while give_up() is None:
                 with get_client(sync_client=True) as client:
@@ -127,7 +128,7 @@ class GlobalLimits:
                             raise
                         if not waiting:
                             waiting = True
-                            self._say_waiting(client, caps)
+                            self._say_waiting(client, caps, waiter)
                         self._closed.wait(_WAIT_S)
                         continue
                 lease = UUID(response.json()["lease_id"])
@@ -136,9 +137,9 @@ class GlobalLimits:
             return None
         finally:
             if waiting and self._on_wait is not None:
-                self._on_wait(None)
+                self._on_wait(waiter, None)
 
-    def _say_waiting(self, client: SyncPrefectClient, caps: list[str]) -> None:
+    def _say_waiting(self, client: SyncPrefectClient, caps: list[str], waiter: object) -> None:
         parts = []
         for name in caps:
             with contextlib.suppress(Exception):
@@ -148,7 +149,7 @@ class GlobalLimits:
         if self._logger is not None:
             self._logger.info(text)
         if self._on_wait is not None:
-            self._on_wait(text)
+            self._on_wait(waiter, text)
 
     def _keep(self, lease: UUID) -> None:
         with self._lock:

@@ -179,11 +179,11 @@ class RowSubflows:
         rows: Sequence[RowSpec],
         run_id: str,
         tags: Sequence[str],
-        on_wait: Callable[[str | None], None] | None = None,
+        on_wait: Callable[[object, str | None], None] | None = None,
         stopped: Callable[[], bool] = lambda: False,
     ) -> None:
         """Start creating, and return once the first ``FIRST`` subflow runs exist; ``on_wait`` hears how
-        many exist while rows wait for them (for the progress display), and None when they stop waiting.
+        many exist while a row waits for them (for the progress display), and None when it stops waiting.
         Once ``stopped()`` (the run was cancelled), a row waits for its own subflow run only."""
         self._made: dict[str, concurrent.futures.Future[RowSubflow]] = {
             row.id: concurrent.futures.Future() for row in rows
@@ -222,15 +222,16 @@ class RowSubflows:
         """Until ``futures`` are done (created, or failed) or the run stopped, showing how many of all
         are created."""
         if all(future.done() for future in futures):
-            return  # nothing shown, so nothing cleared: the display's line may be a sample's wait for a slot
+            return  # nothing to show
+        waiter = object()  # this row's wait: another's end must not clear what it shows
         try:
             while concurrent.futures.wait(futures, timeout=self._SHOW_S).not_done and not self._stopped():
                 if self._on_wait is not None:
                     created = sum(made.done() for made in self._made.values())
-                    self._on_wait(f"creating the rows' subflow runs in Prefect: {created} of {len(self._made)}")
+                    self._on_wait(waiter, f"creating the rows' subflow runs in Prefect: {created} of {len(self._made)}")
         finally:
             if self._on_wait is not None:
-                self._on_wait(None)
+                self._on_wait(waiter, None)
 
 
 class RowSubflow:

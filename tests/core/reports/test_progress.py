@@ -105,6 +105,20 @@ def test_plain_line_says_everything_on_one_line() -> None:
     )
 
 
+def test_a_wait_shows_until_its_own_waiter_got_what_it_waited_for() -> None:
+    # Two samples wait for slots of a limit; the first to get one must not clear what the other shows.
+    progress = Progress(matrix(), Clock())
+    first, second = object(), object()
+    progress.waiting(first, "waiting for provider=a (2 of 2 held)")
+    progress.waiting(second, "waiting for provider=b (1 of 1 held)")
+    assert progress.snapshot().waiting == "waiting for provider=b (1 of 1 held)", "the latest wait is shown"
+    progress.waiting(second, None)
+    assert progress.snapshot().waiting == "waiting for provider=a (2 of 2 held)", "the first still waits"
+    progress.waiting(first, "waiting for provider=a (1 of 2 held)")
+    progress.waiting(first, None)
+    assert progress.snapshot().waiting is None
+
+
 def test_live_view_renders() -> None:
     m = matrix()
     progress = Progress(m, Clock())

@@ -159,7 +159,7 @@ def test_a_row_that_would_wait_for_its_subflow_run_waits_for_every_creation_left
     # for its own, ran one by one. Waiting for all of them lets them be made on a quiet server.
     c = Creations(monkeypatch, rows=5)
     c.release(0, 1)
-    subflows = row_subflow.RowSubflows(PARENT, c.rows, "run", [], on_wait=c.shown.append)
+    subflows = row_subflow.RowSubflows(PARENT, c.rows, "run", [], on_wait=lambda _, text: c.shown.append(text))
     assert subflows.take(c.rows[0]) == "subflow of row 0", "the first FIRST exist when the rows start"
     thread, taken = c.taking(subflows, 2)
     c.release(2)
