@@ -55,8 +55,9 @@ def limit_name(key: LimitKey, rate: bool = False) -> str:
 class GlobalLimits:
     """The Prefect-side ``Gate`` of a run's sample pool.
 
-    ``on_wait`` hears what a sample (the waiter, its first argument) waits for (``provider=claude (2 of 2
-    held)``), and None once it got its slot; ``guard`` learns every lease held, to give them back should the run die.
+    ``on_wait`` hears what a sample (the waiter, its first argument) waits for (``provider=claude
+    (2 of 2 held)``), and None once it got its slot; ``guard`` learns every lease held, to give them
+    back should the run die.
     """
 
     def __init__(
