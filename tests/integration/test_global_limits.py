@@ -16,7 +16,8 @@ import pytest
 from prefect.client.orchestration import SyncPrefectClient, get_client
 
 from tests.integration.conftest import WIDE, run_cli
-from tests.integration.test_throughput import start_run, wait_until
+from tests.integration.test_throughput import start_run
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_backend")
 
@@ -64,7 +65,7 @@ def test_a_killed_runs_slots_come_back_and_the_next_run_starts(tmp_path: Path, c
         # The server alone would free it when the lease expires (60 s at the least, then its repossessor's
         # next look): the lease guard gives it back within seconds (it imports Prefect only when the run
         # dies: several seconds on a busy machine). 300 polls of 0.1 s: within 30 s, far inside the 75 s.
-        wait_until(lambda: in_use(client, provider) == 0, "the killed run's slot is free within 30 s", tries=300)
+        wait_until(lambda: in_use(client, provider) == 0, "the killed run's slot is free within 30 s", within_s=30)
     finally:
         if first.poll() is None:
             first.kill()

@@ -16,13 +16,13 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.conftest import REPO, WIDE, run_cli
+from tests.polling import wait_until
 from tests.processes import gone_soon, is_gone
 
 ENGINES = ["local", "prefect"]
@@ -55,15 +55,6 @@ def peak_in_flight(log: Path) -> dict[str, int]:
         now[key] = now.get(key, 0) + (1 if event == "start" else -1)
         peak[key] = max(peak.get(key, 0), now[key])
     return peak
-
-
-def wait_until(condition: Any, what: str, tries: int = 600) -> None:
-    """Poll ``condition`` (bounded: only a hang fails the test, not a slow machine)."""
-    for _ in range(tries):
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"never happened: {what}")
 
 
 def limited_matrix(tmp_path: Path, log: Path, body: str) -> Path:

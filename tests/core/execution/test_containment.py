@@ -29,6 +29,7 @@ from fixtures_core.execution.cgroups import cgroup_base
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.sampling import Execution, execute
 from tests.integration.conftest import REPO
+from tests.polling import until
 from tests.processes import gone_soon, processes_with
 
 CGROUPS = cgroup_base() is not None
@@ -53,15 +54,6 @@ def soon(seconds: float = 20.0) -> float:
 
 def bash(script: str) -> list[str]:
     return ["bash", "-c", script]
-
-
-def wait_until(condition: object, attempts: int = 500) -> bool:
-    """Poll a condition (bounded; not a timing assertion)."""
-    for _ in range(attempts):
-        if callable(condition) and condition():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def zombie_children() -> list[int]:
@@ -92,7 +84,7 @@ def cancelled_once_ready(argv: list[str], ready: Path, containment: Containment,
         target=lambda: box.update(result=execute(argv, deadline=soon(120), containment=containment))
     )
     worker.start()
-    assert wait_until(lambda: ready.exists() or not worker.is_alive(), attempts=3000), "the sample never got ready"
+    assert until(lambda: ready.exists() or not worker.is_alive(), within_s=60), "the sample never got ready"
     containment.cancel(at_once=at_once)
     worker.join(timeout=60)
     assert not worker.is_alive() and "result" in box
@@ -109,7 +101,7 @@ def test_a_daemon_dies_with_its_sample(escape: str, cgroups: bool, marker: str) 
         result = execute(bash(f"{ESCAPES[escape]}\necho started"), deadline=soon(), containment=containment)
         assert result.exit_code == 0 and result.stdout == b"started\n"
         assert result.timed_out is False
-        assert wait_until(lambda: processes_with(marker) == []), f"{escape}: {processes_with(marker)} outlived it"
+        assert until(lambda: processes_with(marker) == []), f"{escape}: {processes_with(marker)} outlived it"
 
 
 @pytest.mark.parametrize("cgroups", MODES)
@@ -300,9 +292,9 @@ def start_host(tmp_path: Path, marker: str, cgroups: bool, watchdog: bool) -> su
     def all_running() -> bool:  # a double fork's last process appears a moment after its script went on
         return len(sleeping(processes_with(marker))) == HOST_SLEEPS
 
-    assert wait_until(samples_ready, attempts=3000), "the host's samples never got ready"
+    assert until(samples_ready, within_s=60), "the host's samples never got ready"
     assert host.poll() is None
-    assert wait_until(all_running, attempts=3000), f"not all samples and daemons run: {processes_with(marker)}"
+    assert until(all_running, within_s=60), f"not all samples and daemons run: {processes_with(marker)}"
     return host
 
 
@@ -312,7 +304,7 @@ def test_sigkill_of_assay_leaves_no_process_of_its_samples(tmp_path: Path, cgrou
     host.kill()
     host.wait()
     left = processes_with(marker)
-    assert wait_until(lambda: processes_with(marker) == [], attempts=100), f"still alive 2 s after: {left}"
+    assert until(lambda: processes_with(marker) == [], within_s=2), f"still alive 2 s after: {left}"
 
 
 def test_without_a_watchdog_the_leaders_still_get_their_parent_death_signal(tmp_path: Path, marker: str) -> None:
