@@ -8,5 +8,5 @@ SUMMARY_HELP = "Write the Markdown summary here (also appended to $GITHUB_STEP_S
 FRAME_HELP = "Write the sample x metric frame here (.csv, or .parquet with pyarrow)."
 JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 BUNDLE_HELP = "Write the HTML page as DIR/index.html with the evidence it links to copied beside it (a CI artifact)."
-RUN_HELP = "A run file, run folder, run id, blessed name or latest."
-SAVED_RUN_HELP = "Run file, run folder, run id or blessed name."
+SAVED_RUN = "a run file, run folder, run id, blessed name or latest"  # what Store.resolve_run takes
+RUN_HELP = f"{SAVED_RUN.capitalize()}."

@@ -22,7 +22,7 @@ from fixtures_core.reports.html_trends import trends_html
 from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.trends import render as render_trends
 from fixtures_core.text import counted
-from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SAVED_RUN_HELP, SUMMARY_HELP
+from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SUMMARY_HELP
 from flows.cli.session import Exit, err, out
 
 TRENDS_HTML_HELP = "Also write the trends as one self-contained HTML page here."
@@ -60,8 +60,8 @@ def bless_command(
 
 
 def compare_command(
-    baseline_ref: Annotated[str, typer.Argument(metavar="BASELINE", help=SAVED_RUN_HELP)],
-    current_ref: Annotated[str, typer.Argument(metavar="CURRENT", help=SAVED_RUN_HELP)],
+    baseline_ref: Annotated[str, typer.Argument(metavar="BASELINE", help=RUN_HELP)],
+    current_ref: Annotated[str, typer.Argument(metavar="CURRENT", help=RUN_HELP)],
     tolerance: Annotated[
         float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates, 0..1.")
     ] = 0.0,

@@ -28,7 +28,16 @@ from fixtures_core.runs.options import RunOptions, resume_options
 from fixtures_core.runs.plan import plan
 from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
-from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUDGE_HELP, JUNIT_HELP, SUMMARY_HELP
+from flows.cli.help_texts import (
+    BUNDLE_HELP,
+    FRAME_HELP,
+    HTML_HELP,
+    JUDGE_HELP,
+    JUNIT_HELP,
+    RUN_HELP,
+    SAVED_RUN,
+    SUMMARY_HELP,
+)
 from flows.cli.interrupts import Interrupted
 from flows.cli.progress import DEFAULT_INTERVAL_S, Mode, ProgressDisplay
 from flows.cli.session import Exit, closing, current_guard, err, out, recorded_as_interrupted, say, say_plain
@@ -100,7 +109,7 @@ def run_command(
     engine: Annotated[str, typer.Option("--engine", help="prefect (default) or local (plain threads).")] = "prefect",
     baseline: Annotated[
         Optional[str],
-        typer.Option("--baseline", help="Compare with a saved run: a run file, run folder, run id or blessed name."),
+        typer.Option("--baseline", help=f"Compare with a saved run: {SAVED_RUN}."),
     ] = None,
     tolerance: Annotated[
         float,
@@ -184,7 +193,7 @@ def run_command(
 
 
 def rejudge_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="A run file, run folder, run id or 'latest'.")],
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
     judge: Annotated[Optional[str], typer.Option("--judge", help=JUDGE_HELP)] = None,
     seed: Annotated[
         Optional[int], typer.Option("--seed", help="Seed of the blind labels (default: the run's).")
