@@ -37,8 +37,8 @@ class Rejudged:
 
 
 def rejudge(reference: str, options: RunOptions, containment: Containment | None = None) -> Rejudged:
-    """Re-judge run ``reference`` (a run file, run folder, run id or ``latest``) with ``options``' judge, seed
-    and baseline."""
+    """Re-judge run ``reference`` (whatever ``Store.resolve_run`` takes) with ``options``' judge, seed and
+    baseline."""
     store = store_for(options)
     run_file = store.resolve_run(reference)
     original = load_run(run_file)
