@@ -11,18 +11,20 @@ separated like ``PATH``). A person's own ``assay run`` is not confined.
 The allow-list comes from what a custom run cannot change:
 
 * a deployment on a work pool: the deployment's own job variables
-  (``job_variables: {env: {ASSAY_ALLOWED_ROOTS: ...}}`` in ``prefect.yaml``)
-  and a fixed ``env`` in the pool's base job template, both read from the
-  API. Never the flow run's environment: a custom run's job variables
-  (``env``) set that on a pool whose template passes them on;
+  (``assay_allowed_roots`` in ``prefect.yaml``, the variable of the locked
+  pool ``deployments/process-pool.json``; or ``env: {ASSAY_ALLOWED_ROOTS:
+  ...}`` on a pool that passes ``env`` on) and a fixed ``env`` in the pool's
+  base job template, all read from the API, never from the flow run's
+  environment. A flow run whose job variables differ from its deployment's
+  is refused first (``flows.flow.job_variables``);
 * a deployment served by ``deployments/nightly.py`` (no work pool): the
   serving process's environment, which Prefect's runner gives every run it
   starts and no custom run can change (it ignores a run's job variables);
 * a flow called without a deployment: the caller's own environment.
 
 The working folder is the flow run's: on a work pool, the deployment's pull
-step put it there; a custom run that moves it (``job_variables:
-{working_dir: ...}``) on a deployment without such a step is refused.
+step put it there, or the worker's ``working_dir``, which only the
+deployment and its pool set.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from fixtures_core.errors import AssayError
 from fixtures_core.runs.options import RunOptions, store_for
 from fixtures_core.spec import Matrix
 from fixtures_core.text import excerpt
+from flows.flow.job_variables import check_unchanged
 from flows.flow.parameters import QUOTED_CHARS, ParameterError, quoted
 
 if TYPE_CHECKING:
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import FlowRun
 
 ALLOWED_ROOTS = "ASSAY_ALLOWED_ROOTS"
-_SET_WORKING_DIRECTORY = "prefect.deployments.steps.set_working_directory"
+ALLOWED_ROOTS_VARIABLE = "assay_allowed_roots"  # the locked pool's job variable (deployments/process-pool.json)
 
 
 class OutsideRoots(ParameterError):
@@ -77,16 +80,10 @@ class Confinement:
         deployment = client.read_deployment(flow_run.deployment_id)
         if not deployment.work_pool_name:  # served: Prefect's runner starts it with the serving process's environment
             return cls.of(Path.cwd(), os.environ.get(ALLOWED_ROOTS, ""), f"{ALLOWED_ROOTS} of the serving process")
-        pulled = _pulled_into(deployment.pull_steps or [])
-        moved = (flow_run.job_variables or {}).get("working_dir")
-        if pulled is None and moved is not None and moved != (deployment.job_variables or {}).get("working_dir"):
-            raise OutsideRoots(
-                f"refused: job_variables.working_dir {quoted(moved)}: a custom run may not move the working folder "
-                "of a deployment (give the deployment a set_working_directory pull step, or lock its work pool)"
-            )
+        check_unchanged(deployment.job_variables or {}, flow_run.job_variables or {})
         pool = client.read_work_pool(deployment.work_pool_name)
         listed = [_allowed(deployment.job_variables or {}), _allowed(_fixed_job(pool.base_job_template or {}))]
-        source = f"{ALLOWED_ROOTS} of the deployment's job variables or its work pool's fixed env"
+        source = f"{ALLOWED_ROOTS_VARIABLE} (the deployment's job variables)"
         return cls.of(Path.cwd(), os.pathsep.join(p for p in listed if p), source)
 
     def check_options(self, options: RunOptions) -> None:
@@ -124,26 +121,17 @@ class Confinement:
             )
 
 
-def _pulled_into(steps: Iterable[Mapping[str, Any]]) -> str | None:
-    """The folder a deployment's ``set_working_directory`` pull step moves its runs into, if any."""
-    for step in steps:
-        found = step.get(_SET_WORKING_DIRECTORY) if isinstance(step, Mapping) else None
-        if isinstance(found, Mapping) and isinstance(found.get("directory"), str):
-            return str(found["directory"])
-    return None
-
-
 def _fixed_job(template: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The job configuration of a base job template, when its ``env`` is fixed (no ``{{ env }}``): a locked pool."""
+    """The job configuration of a base job template, when it sets a fixed ``env`` (an allow-list for every run)."""
     job = template.get("job_configuration")
     return job if isinstance(job, Mapping) and isinstance(job.get("env"), Mapping) else {}
 
 
 def _allowed(variables: Mapping[str, Any]) -> str:
-    """``ASSAY_ALLOWED_ROOTS`` of a job's ``env``, or ''."""
+    """The folders of a job's ``assay_allowed_roots`` and ``ASSAY_ALLOWED_ROOTS`` in its ``env``, or ''."""
     env = variables.get("env")
-    value = env.get(ALLOWED_ROOTS) if isinstance(env, Mapping) else None
-    return value if isinstance(value, str) else ""
+    values = [variables.get(ALLOWED_ROOTS_VARIABLE), env.get(ALLOWED_ROOTS) if isinstance(env, Mapping) else None]
+    return os.pathsep.join(v for v in values if isinstance(v, str) and v)
 
 
 def _inside(path: Path, roots: Iterable[Path]) -> bool:

@@ -129,7 +129,7 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: Pos
         assert done.returncode == 0, done.stdout + done.stderr
 
     prefect("work-pool", "create", "assay", "--type", "process", "--base-job-template", "deployments/process-pool.json")
-    allowed = json.dumps({"env": {"ASSAY_ALLOWED_ROOTS": str(state_dir)}})
+    allowed = json.dumps({"assay_allowed_roots": str(state_dir)})
     prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all", "--job-variable", allowed)
     worker = subprocess.Popen(
         [sys.executable, "-m", "prefect", "worker", "start", "--pool", "assay"], cwd=tmp_path, env=env,
@@ -156,7 +156,7 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: Pos
                 client.create_flow_run_from_deployment(deployment.id, parameters={**good, "repeat": "2"})
             detail = refused.value.response.json()["detail"]
             assert "Validation failed for field 'repeat'" in detail and "\n" not in detail
-            # The locked pool takes no job variable but env, whose value changes nothing: the server says so.
+            # The locked pool takes no job variable but assay_allowed_roots: the server says so (test_locked_pool).
             for variables in ({"command": "touch /tmp/escaped"}, {"working_dir": "/"}):
                 with pytest.raises(PrefectHTTPStatusError) as refused:
                     client.create_flow_run_from_deployment(deployment.id, parameters=good, job_variables=variables)
@@ -182,7 +182,7 @@ def test_a_worker_runs_the_prefect_yaml_deployment_on_postgres(postgres_api: Pos
                     tags=["custom"],
                     work_queue_name="elsewhere",
                     retries=1,
-                    job_variables={"env": {"ASSAY_ALLOWED_ROOTS": "/", "PYTHONPATH": str(tmp_path)}},
+                    job_variables=json.loads(allowed),  # the deployment's own, as the form shows them
                     message="from the form",
                 )  # fmt: skip
             )
@@ -459,38 +459,52 @@ def test_a_custom_run_with_bad_parameters_fails_in_one_line_and_writes_nothing(
 def test_the_allow_list_is_the_deployments_own_never_what_a_custom_run_sets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On a pool that passes job variables on (Prefect's default template), a custom run's env reaches the flow
-    run's environment: the allow-list is read from the deployment and the pool's fixed env, never from there."""
+    """The allow-list is read from the deployment's job variables and the pool's fixed env, never from the flow
+    run's environment; a flow run whose job variables differ from its deployment's is refused, on a pool that
+    passes them on (Prefect's default template) as on the locked one."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
-    from flows.flow.confinement import Confinement, OutsideRoots
+    from flows.flow.confinement import Confinement
+    from flows.flow.job_variables import JobVariablesChanged
 
     allowed, fixed = tmp_path / "allowed", tmp_path / "fixed"
     locked = json.loads((REPO / "deployments" / "process-pool.json").read_text())
     locked["job_configuration"]["env"] = {"ASSAY_ALLOWED_ROOTS": str(fixed)}
     suffix = uuid.uuid4().hex[:8]
+    pools = {
+        f"open-{suffix}": (None, {"env": {"ASSAY_ALLOWED_ROOTS": str(allowed)}}),
+        f"locked-{suffix}": (locked, {"assay_allowed_roots": str(allowed)}),
+    }
     with get_client(sync_client=True) as client:
         flow_id = client.create_flow_from_name("assay-matrix")
-        runs = {}
-        for pool, template in ((f"open-{suffix}", None), (f"locked-{suffix}", locked)):
+        runs, deployments = {}, {}
+        for pool, (template, variables) in pools.items():
             client.create_work_pool(WorkPoolCreate(name=pool, type="process", base_job_template=template or {}))
-            deployment_id = client.create_deployment(
+            deployments[pool] = client.create_deployment(
                 flow_id=flow_id, name=pool, work_pool_name=pool, entrypoint="flows/flow/matrix.py:matrix_flow",
-                job_variables={"env": {"ASSAY_ALLOWED_ROOTS": str(allowed)}},
+                job_variables=variables,
             )  # fmt: skip
-            runs[pool] = client.create_flow_run_from_deployment(
-                deployment_id, job_variables={"env": {"ASSAY_ALLOWED_ROOTS": "/"}} if template is None else None
-            )
-        moved = client.create_flow_run_from_deployment(runs[f"open-{suffix}"].deployment_id,  # type: ignore[arg-type]
-                                                        job_variables={"working_dir": "/"})  # fmt: skip
+            runs[pool] = client.create_flow_run_from_deployment(deployments[pool], job_variables=variables)
+        open_pool = deployments[f"open-{suffix}"]
+        changed = [
+            client.create_flow_run_from_deployment(open_pool, job_variables=variables)
+            for variables in ({"env": {"ASSAY_ALLOWED_ROOTS": "/"}}, {"working_dir": "/"}, {"env": {"PATH": "/x\n"}})
+        ]
         monkeypatch.setenv("ASSAY_ALLOWED_ROOTS", "/")  # what the open pool's worker puts in the run's environment
         monkeypatch.chdir(tmp_path)
         confined = {pool: Confinement.of_flow_run(client, run).roots for pool, run in runs.items()}
-        with pytest.raises(OutsideRoots) as refused:
-            Confinement.of_flow_run(client, moved)
+        refusals = []
+        for run in changed:
+            with pytest.raises(JobVariablesChanged) as refused:
+                Confinement.of_flow_run(client, run)
+            refusals.append(str(refused.value))
     here, allowed, fixed = tmp_path.resolve(), allowed.resolve(), fixed.resolve()
     assert confined == {f"open-{suffix}": (here, allowed), f"locked-{suffix}": (here, allowed, fixed)}
-    assert str(refused.value).startswith("refused: job_variables.working_dir '/': a custom run may not move")
+    fields = ["env.ASSAY_ALLOWED_ROOTS '/'", "working_dir '/'", "env.PATH '/x\\n'"]
+    for refusal, field in zip(refusals, fields, strict=True):
+        assert refusal.startswith(f"refused: job_variables.{field}: a custom run may not change its deployment's job "
+                                  "variables"), refusal  # fmt: skip
+        assert "\n" not in refusal
 
 
 @pytest.mark.parametrize(
