@@ -41,6 +41,7 @@ from tests.integration.test_deployments import (
     _api,
     custom_run,
     prefect_env,
+    stop_group,
     wait_final,
 )
 from tests.integration.test_deployments import postgres_api as postgres_api  # the module's server, reused
@@ -156,9 +157,7 @@ def test_no_custom_run_changes_the_process_of_the_locked_pool(postgres_api: Post
             outcome = _try_every_route(client, payloads, allowed)
             deployed = _deploy_a_command(client, tmp_path / "deployed")
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, 9)
-        worker.wait(timeout=20)
+        stop_group(worker)
 
     assert payloads.acted() == [], "a hostile payload acted on the worker"
     # Refused by the server, in one line naming the job variable, at creation and at PATCH, in both forms.
@@ -185,14 +184,16 @@ def test_no_custom_run_changes_the_process_of_the_locked_pool(postgres_api: Post
     # A flow run without a deployment, its job variables set to every payload: Prefect's engine fails it.
     adhoc = outcome.adhoc.state
     assert adhoc is not None and adhoc.is_final() and not adhoc.is_completed(), adhoc
-    # What the lock is not: whoever can reach the API (no credentials here) creates a deployment on the pool
+    # What the lock is not: with the same access to the API as the custom runs above, a deployment on the pool
     # whose pull step runs any command on the worker.
     assert deployed.exists(), "a deployment's pull step did not run on the worker"
 
 
 @dataclass(frozen=True)
 class Outcome:
-    server: dict[tuple[str, str], str]  # (route, variable) -> the server's refusal
+    """What became of every try: the server's refusals, the runs it accepted, and the two others."""
+
+    server: dict[tuple[str, str], str]  # (route, the job variable named) -> the server's refusal
     refused: dict[str, tuple[FlowRunView, str]]  # name -> a run the server accepted, the start of its refusal
     kept: FlowRun  # a run whose PATCHes the server refused, made due afterwards
     adhoc: FlowRun  # a flow run in the pool with no deployment
