@@ -215,6 +215,7 @@ _IN_BEFORE = re.compile(r"(?:^|[^A-Za-z0-9_])in\s*$")
 _SIZE_AROUND = (re.compile(r"(?:^|[^A-Za-z0-9_.])size\s*\(\s*$"), re.compile(r"\s*\)"))
 
 
+@lru_cache(maxsize=4096)  # read once per expression, not once per sample
 def map_reads(expression: str, name: str) -> MapReads | None:
     """What ``expression`` reads of the values of the map variable ``name`` (None when it never names it).
 
