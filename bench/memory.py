@@ -18,6 +18,13 @@
    x 1 sample, each printing 2 MiB (above the 1 MiB capture cap), local and
    Prefect engines. Memory is bounded by the capture cap when the 400-sample
    run peaks within 1.5x of the 40-sample run (``--parts 3`` runs only this).
+4. The CEL ``files`` map (issue 42): each sample writes 64 files of 1 MiB
+   under ``ASSAY_TMPDIR`` (ASCII text, or random bytes), with 1 and then 4
+   samples in flight (local engine), checked by an expression that reads one
+   file's text (``files["f00.txt"]``, and ``size(files)``), by one that reads
+   every text (``files.all(k, files[k].size() > 0)``), and by one that does
+   not name ``files`` (the floor). ``--source DIR`` measures another checkout
+   of assay (``--source /work/main`` gives the figures before the change).
 
 See bench/README.md for what each figure means.
 """
@@ -41,6 +48,17 @@ TARGET_RUN_MB = 300.0
 SCALING_COUNTS = (40, 400)
 SCALING_BYTES = 2 * 1024 * 1024
 SCALING_BOUND = 1.5  # the 400-sample run's peak RSS over the 40-sample run's
+FILES_COUNT, FILES_BYTES = 64, 1024 * 1024
+FILES_IN_FLIGHT = (1, 4)
+FILES_CHECKS = {
+    "none": "exitCode == 0",
+    "one": 'files["f00.txt"].size() > 0 && size(files) == 64',
+    "every": "files.all(k, files[k].size() > 0)",
+}
+FILES_CONTENT = {
+    "text": "open(p, 'w').write('0123456789abcdef' * (B // 16))",
+    "binary": "open(p, 'wb').write(os.urandom(B))",
+}
 
 
 def chatty_fixture(folder: Path, rows: int, output_bytes: int, name: str = "chatty") -> Path:
@@ -188,12 +206,52 @@ def run_scaling(engines: list[str], work: Path, runs: int, timeout: float) -> di
     return figures
 
 
+def files_fixture(folder: Path, content: str, check: str, in_flight: int) -> Path:
+    """``in_flight`` rows (run with ``--parallel`` as many), each writing ``FILES_COUNT`` files of
+    ``FILES_BYTES`` and checking them with ``FILES_CHECKS[check]``."""
+    write = FILES_CONTENT[content]
+    script = (f"import os; B = {FILES_BYTES}; d = os.environ['ASSAY_TMPDIR']; "
+              f"[(lambda p: {write})(os.path.join(d, 'f%02d.txt' % i)) for i in range({FILES_COUNT})]")  # fmt: skip
+    rows = "".join(f"| files-{i} | `{FILES_CHECKS[check]}` |\n" for i in range(in_flight))
+    path = folder / f"files-{content}-{check}-{in_flight}.md"
+    path.write_text(f"---\nexec: python3\nargs: {json.dumps(['-c', script])}\ntimeout: 300s\n---\n\n"
+                    f"| Name | CEL |\n|---|---|\n{rows}", encoding="utf-8")  # fmt: skip
+    return path
+
+
+def run_files(work: Path, runs: int, timeout: float, source: Path | None) -> dict[str, object]:
+    """Part 4: peak RSS of samples whose checks read the ``files`` map, per content, check and samples in flight."""
+    env = c.child_env(PYTHONPATH=str(source)) if source is not None else c.child_env()
+    figures: dict[str, object] = {}
+    for content in FILES_CONTENT:
+        for check in FILES_CHECKS:
+            for in_flight in FILES_IN_FLIGHT:
+                name = f"{content}-{check}-{in_flight}"
+                fixture = files_fixture(work, content, check, in_flight)
+                measured = []
+                for n in range(runs):
+                    argv = [c.python(), "-m", "flows.run", str(fixture), "--out", str(work / f"state-{name}-{n}"),
+                            "--engine", "local", "--parallel", str(in_flight)]  # fmt: skip
+                    done = c.measure(argv, env=env, cwd=work, timeout=timeout)
+                    print(f"  files {name} run {n + 1}: {done.wall_s:.1f} s, exit {done.returncode}, "
+                          f"RSS {done.root_hwm_mb:.0f} MB", file=sys.stderr)  # fmt: skip
+                    if done.returncode != 0:
+                        figures[name] = {"error": f"exit {done.returncode}: {done.stdout_tail[-400:]}"}
+                        break
+                    measured.append(done)
+                else:
+                    figures[name] = {"peak_rss_mb": c.median([m.root_hwm_mb for m in measured]),
+                                     "wall_s": c.median([m.wall_s for m in measured])}  # fmt: skip
+    return {"source": str(source or c.REPO), "runs": figures}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1, help="runs of each engine variant; the median is kept (1)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "memory.json"), help="JSON file")
     parser.add_argument("--engines", default="local,prefect", help="engines for parts 1 and 3 (local,prefect)")
-    parser.add_argument("--parts", default="1,2,3", help="which parts to run (1,2,3)")
+    parser.add_argument("--parts", default="1,2,3,4", help="which parts to run (1,2,3,4)")
+    parser.add_argument("--source", type=Path, help="part 4: the checkout of assay to measure (this one)")
     parser.add_argument(
         "--finalize-shape", type=parse_shape, action="append", metavar="RxSxM",
         help="synthetic matrix for part 2, rows x samples x metrics; repeatable (10000x1x0)",
@@ -233,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             finalize.append(figures)
         document["finalize"] = finalize
         document["scaling"] = run_scaling(engines, work, args.runs, args.timeout) if "3" in parts else {}
+        document["files"] = run_files(work, args.runs, args.timeout, args.source) if "4" in parts else {}
     finally:
         leftover = c.kill_leftovers()
         shutil.rmtree(work, ignore_errors=True)
@@ -248,6 +307,7 @@ def report(document: dict[str, object]) -> None:
     if document["finalize"]:
         report_finalize(document)
     report_scaling(document.get("scaling") or {})  # type: ignore[arg-type]
+    report_files(document.get("files") or {})  # type: ignore[arg-type]
 
 
 def report_runs(document: dict[str, object]) -> None:
@@ -308,6 +368,25 @@ def report_scaling(scaling: dict[str, dict[str, object]]) -> None:
         met = ratio <= SCALING_BOUND
         print(f"  [{'met ' if met else 'MISS'}] {engine}: {many} samples peak {large['peak_rss_mb']:.0f} MB = "
               f"{ratio:.2f}x the {few}-sample peak {small['peak_rss_mb']:.0f} MB (<= {SCALING_BOUND}x)")  # fmt: skip
+
+
+def report_files(files: dict[str, object]) -> None:
+    """Part 4's table: peak RSS per content and check, by samples in flight."""
+    if not files:
+        return
+    runs = files["runs"]
+    assert isinstance(runs, dict)
+    print(f"\n4. the CEL files map: each sample writes {FILES_COUNT} files of {FILES_BYTES // c.MB} MiB; "
+          f"peak RSS MB by samples in flight ({files['source']})")  # fmt: skip
+    rows = []
+    for content in FILES_CONTENT:
+        for check, expression in FILES_CHECKS.items():
+            cells: list[object] = [content, expression]
+            for in_flight in FILES_IN_FLIGHT:
+                figures = runs.get(f"{content}-{check}-{in_flight}", {})
+                cells.append(figures.get("peak_rss_mb", str(figures.get("error", "-"))[:30]))
+            rows.append(cells)
+    print(c.table(["content", "check", *(f"{n} in flight" for n in FILES_IN_FLIGHT)], rows))
 
 
 if __name__ == "__main__":

@@ -176,6 +176,91 @@ def whole(value: object) -> object:
     return value
 
 
+def engine_text(data: bytes) -> object:
+    """Bytes a sample wrote, as the text CEL is given, held at the least memory: the UTF-8 text (an
+    undecodable byte as U+FFFD) as a ``str`` when it is ASCII, else as a ``StringValue`` holding UTF-8,
+    which CEL reads as the same string. A non-ASCII Python ``str`` takes 2 or 4 bytes a character and
+    keeps a UTF-8 copy once the engine has read it: a binary file cost about 6 times its size."""
+    text = data.decode("utf-8", errors="replace")
+    return text if text.isascii() else StringValue(value=text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class MapReads:
+    """Which values of a map variable (``files``) an expression can read: those of the keys it writes out
+    (``files["out.json"]``, ``files.log``, ``has(files.x)``), or ``every`` one (a key it computes,
+    ``files[k]``, or the map used whole, ``files == {...}``). Its keys alone (``size(files)``,
+    ``"x" in files``, ``files.exists(k, k.endsWith(".log"))``) read no value."""
+
+    keys: frozenset[str] = frozenset()
+    every: bool = False
+
+    def __or__(self, other: MapReads) -> MapReads:
+        if self.every or other.every:
+            return EVERY_VALUE
+        return MapReads(self.keys | other.keys)
+
+    def wants(self, key: str) -> bool:
+        return self.every or key in self.keys
+
+
+EVERY_VALUE = MapReads(every=True)
+# Macros and functions over a map that see only its keys (a macro's body is read apart: ``files[k]`` in it
+# is a computed key).
+_KEYS_ONLY_CALLS = frozenset(["all", "exists", "exists_one", "filter", "map", "size"])
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_]")
+_INDEX = re.compile(r"""\s*\[\s*\??\s*("[^"\\\n]*"|'[^'\\\n]*')\s*\]""")  # a plain quoted key
+_SELECT = re.compile(r"\s*\.\s*\??\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\()?")
+_IN_BEFORE = re.compile(r"(?:^|[^A-Za-z0-9_])in\s*$")
+_SIZE_AROUND = (re.compile(r"(?:^|[^A-Za-z0-9_.])size\s*\(\s*$"), re.compile(r"\s*\)"))
+
+
+@lru_cache(maxsize=4096)  # read once per expression, not once per sample
+def map_reads(expression: str, name: str) -> MapReads | None:
+    """What ``expression`` reads of the values of the map variable ``name`` (None when it never names it).
+
+    A reading of the text, conservative where it cannot be sure: any use it does not know as reading
+    keys or a written-out key reads every value, and so does an expression with a ``//`` comment (whose
+    quotes would mislead the scan of string literals)."""
+    found: MapReads | None = None
+    for index, _depth in code_positions(expression):
+        if expression.startswith("//", index):
+            return EVERY_VALUE
+        if not _names_variable(expression, index, name):
+            continue
+        use = _use_at(expression, index, name)
+        found = use if found is None else found | use
+    return found
+
+
+def _names_variable(expression: str, index: int, name: str) -> bool:
+    """Whether ``name`` at ``index`` is the variable: a whole word, and no field of something (``json.files``)."""
+    if not expression.startswith(name, index):
+        return False
+    end = index + len(name)
+    if end < len(expression) and _NAME_CHAR.match(expression[end]):
+        return False
+    before = expression[:index].rstrip()
+    return not (index > 0 and _NAME_CHAR.match(expression[index - 1])) and not before.endswith(".")
+
+
+def _use_at(expression: str, index: int, name: str) -> MapReads:
+    before, after = expression[:index], expression[index + len(name) :]
+    index_key = _INDEX.match(after)
+    if index_key is not None:
+        return MapReads(keys=frozenset([index_key.group(1)[1:-1]]))
+    selected = _SELECT.match(after)
+    if selected is not None:
+        if selected.group(2) is None:  # files.log: the key "log"
+            return MapReads(keys=frozenset([selected.group(1)]))
+        return MapReads() if selected.group(1) in _KEYS_ONLY_CALLS else EVERY_VALUE
+    if after.lstrip().startswith(("[", ".")):
+        return EVERY_VALUE  # a computed key, or a selection this reading does not know
+    if _IN_BEFORE.search(before) or (_SIZE_AROUND[0].search(before) and _SIZE_AROUND[1].match(after)):
+        return MapReads()
+    return EVERY_VALUE
+
+
 def conjuncts(expression: str) -> list[str]:
     """The top-level ``&&`` operands of ``expression`` (one item when it is no plain conjunction).
 

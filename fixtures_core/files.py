@@ -10,6 +10,11 @@ these live in the vocabulary, where each of them can import them.
 - ``write_atomic`` and its text and JSON forms: readers see the old file or
   the new one, never a part of one.
 - ``append_json_line``: one JSON line appended with a single write.
+- ``open_own``: the one way assay opens a file of its own in place (to append, lock or cut it), in a
+  state folder where anything may have been planted: never through a symlink, never a FIFO or a
+  device, never a file with a second hard link (the other name may be outside the state folder,
+  and a write through either name changes both). Atomic writes need no such care: they replace the
+  name with a new file, and whatever else the old file was linked to keeps its old bytes.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
+
+from fixtures_core.errors import StateError
 
 MAX_SLUG = 80  # characters of a name kept in a file name (file names may hold 255 bytes)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -79,10 +87,56 @@ def _naming(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno or 0, exc.strerror or str(exc), str(path))
 
 
+STATE_FOLDER_RULE = "assay never follows links or opens special files in its state folder; remove it"
+
+
+def open_own(path: Path, flags: int, mode: int = 0o644) -> int:
+    """Open one of assay's own files without following a symlink or blocking on a FIFO; a descriptor of a
+    regular file with no other hard link, or StateError for anything else (OSError for the usual
+    failures: missing, no room). What was opened is checked, not what a name pointed to before."""
+    try:
+        descriptor = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateError(str(path), f"a symlink where assay keeps a file: {STATE_FOLDER_RULE}") from None
+        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
+            raise StateError(str(path), f"a FIFO where assay keeps a file: {STATE_FOLDER_RULE}") from None
+        raise
+    refusal = own_file_refusal(os.fstat(descriptor))
+    if refusal is not None:
+        os.close(descriptor)
+        raise StateError(str(path), f"{refusal}: {STATE_FOLDER_RULE}")
+    os.set_blocking(descriptor, True)
+    return descriptor
+
+
+def own_file_refusal(info: os.stat_result) -> str | None:
+    """Why a file found where assay keeps one of its own must not be opened, or None when it may."""
+    if not stat.S_ISREG(info.st_mode):
+        return f"{kind(info.st_mode)} where assay keeps a file"
+    if info.st_nlink > 1:
+        return f"a file with {info.st_nlink} hard links (one may be outside the state folder) where assay keeps a file"
+    return None
+
+
+def kind(mode: int) -> str:
+    """What a file mode is, for a message ("a symlink", "a FIFO", ...)."""
+    kinds = {
+        stat.S_ISLNK: "a symlink",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISDIR: "a folder",
+        stat.S_ISREG: "a file",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "a special file")
+
+
 def repair_torn_tail(path: Path) -> bool:
     """Cut a last line that a crash or a full disk left without its newline (before appending to the
     file again, which would glue the next line onto it); True when something was cut."""
-    with open(path, "rb+") as handle:
+    with os.fdopen(open_own(path, os.O_RDWR), "rb+") as handle:
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
             return False
@@ -108,9 +162,8 @@ def append_json_line(path: Path, document: object) -> None:
     one torn last line, which readers skip. A short write (a full disk) raises OSError."""
     data = (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
     try:
-        # Evidence lives in the state folder, where a symlink or FIFO may have been planted: a link is never
-        # followed, and a FIFO without a reader fails at once (ENXIO) instead of hanging the run.
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        # Evidence lives in the state folder, where anything may have been planted (``open_own``).
+        descriptor = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             written = os.write(descriptor, data)
         finally:

@@ -43,7 +43,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fixtures_core.analysis.finalize import Summary
-from fixtures_core.analysis.metrics import beyond, regression_failure, regression_percent, regression_points
+from fixtures_core.analysis.metrics import (
+    beyond,
+    recorded,
+    regression_failure,
+    regression_percent,
+    regression_points,
+)
 from fixtures_core.analysis.passk import SuiteFigures, suite_figures
 from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
 from fixtures_core.errors import BaselineError, UsageError
@@ -499,13 +505,13 @@ def _metric_delta(row: str, name: str, before: MetricSummary | None, after: Metr
         return _noted(unshown, "baseline value is 0: a relative change is undefined; not compared")
     delta = None if before.value == 0 else (after.value - before.value) / abs(before.value) * 100.0
     if not gates:
-        return MetricDelta(row, name, after.unit, before.value, after.value, delta, False, False, p)
+        return MetricDelta(row, name, after.unit, before.value, after.value, recorded(delta), False, False, p)
     # the rules finalize applies between rows
     percent = None if before.value == 0 else regression_percent(after.value, before.value, after.direction)
     points = regression_points(after.value, before.value, after.direction)
     regressed = regression_failure(percent, points, threshold, after.unit) is not None
     note = _worse_note(percent, points, threshold, after.unit) if regressed else None
-    return MetricDelta(row, name, after.unit, before.value, after.value, delta, True, regressed, p, note)
+    return MetricDelta(row, name, after.unit, before.value, after.value, recorded(delta), True, regressed, p, note)
 
 
 def _worse_note(percent: float | None, points: float, threshold: Threshold, unit: str) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from fixtures_core.analysis.metrics import (
     aggregate,
+    recorded,
     regression_failure,
     regression_percent,
     regression_points,
@@ -237,8 +238,8 @@ def _comparison(baseline_name: str, summary: MetricSummary, other: MetricSummary
     failure = regression_failure(percent, points, summary.threshold, summary.unit)
     if failure is not None:
         reason = failure.replace(" exceeds", f" vs '{baseline_name}' exceeds", 1)
-        return MetricComparison(baseline_name, "fail", other.value, percent, points, reason)
-    return MetricComparison(baseline_name, "pass", other.value, percent, points)
+        return MetricComparison(baseline_name, "fail", other.value, recorded(percent), recorded(points), reason)
+    return MetricComparison(baseline_name, "pass", other.value, recorded(percent), recorded(points))
 
 
 def _with_metrics(row: RowResult, metrics: dict[str, MetricSummary]) -> RowResult:

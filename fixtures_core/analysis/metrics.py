@@ -79,6 +79,13 @@ def regression_points(current: float, baseline: float, direction: Direction) -> 
     raise ValueError("a regression needs a direction (lower or higher)")
 
 
+def recorded(change: float | None) -> float | None:
+    """A change as the run document keeps it: one beyond a double's range (values near its limits, a
+    baseline near zero) is left out, as a run document holds finite numbers only; the verdict was
+    taken with it, beyond every finite limit."""
+    return change if change is not None and math.isfinite(change) else None
+
+
 def regression_failure(percent: float | None, points: float, threshold: Threshold, unit: str) -> str | None:
     """Why a worsening exceeds ``regressionPercent`` or ``regressionPoints``, or None."""
     allowed_percent, allowed_points = threshold.regression_percent, threshold.regression_points

@@ -7,7 +7,9 @@ same context, so a false assertion keeps its metric values.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import os
 import re
 import stat
@@ -15,7 +17,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from fixtures_core.cel import CelValue, Program, compile_expression, conjuncts, declarable_properties, parse_json
+from fixtures_core.cel import (
+    EVERY_VALUE,
+    CelValue,
+    MapReads,
+    Program,
+    compile_expression,
+    conjuncts,
+    declarable_properties,
+    engine_text,
+    map_reads,
+    parse_json,
+)
 from fixtures_core.durations import format_duration
 from fixtures_core.execution.ansi import ansi_facts
 from fixtures_core.execution.sampling import Execution
@@ -29,7 +42,6 @@ FILES_LIMIT = 1024 * 1024
 # What ``files`` holds in all: hard links or copies of one large file would otherwise multiply memory.
 FILES_TOTAL_LIMIT = 64 * 1024 * 1024
 _EXCERPT = 120
-_FILES_WORD = re.compile(r"\bfiles\b")  # the rule cel.Program.uses_json applies to ``json``
 _ANSI_WORD = re.compile(r"\bansi\b")
 # Not "process group": containment stops a sample's cgroup, process group and token-marked processes alike.
 _KILLED = "the sample's processes were killed"
@@ -51,7 +63,13 @@ class RowPrograms:
 
     @property
     def uses_files(self) -> bool:
-        return any(_FILES_WORD.search(p.expression) for p in self._all())
+        return self.files_reads is not None
+
+    @property
+    def files_reads(self) -> MapReads | None:
+        """Which values of ``files`` the row's expressions can read (None when none names ``files``)."""
+        found = [reads for p in self._all() if (reads := map_reads(p.expression, "files")) is not None]
+        return None if not found else functools.reduce(operator.or_, found)
 
     @property
     def uses_ansi(self) -> bool:
@@ -117,8 +135,8 @@ def check_sample(
         )
     context = _context(row, index, stdout, stderr, execution, programs, names)
     unreadable = None
-    if programs.uses_files:
-        files = read_files(tmpdir)
+    if programs.files_reads is not None:
+        files = read_files(tmpdir, reads=programs.files_reads)
         context["files"] = files.texts
         unreadable = files.error
     context.update(extra or {})
@@ -252,9 +270,10 @@ def _parse_observation(stdout: str) -> object | None:
 
 @dataclass(frozen=True)
 class SampleFiles:
-    """The files a sample wrote under its tmpdir: path -> text, and path -> why it could not be read."""
+    """The files a sample wrote under its tmpdir: path -> text (as the engine takes it, ``cel.engine_text``),
+    and path -> why it could not be read."""
 
-    texts: dict[str, str]
+    texts: dict[str, object]
     unreadable: dict[str, str]
     left_out: int = 0  # files not read because ``files`` already held its total
     total: int = FILES_TOTAL_LIMIT
@@ -275,15 +294,23 @@ class SampleFiles:
         return f"files: cannot read {', '.join(named[:3])}{more}, so files is incomplete"
 
 
-def read_files(root: str, limit: int = FILES_LIMIT, total: int = FILES_TOTAL_LIMIT) -> SampleFiles:
+def read_files(
+    root: str, limit: int = FILES_LIMIT, total: int = FILES_TOTAL_LIMIT, reads: MapReads = EVERY_VALUE
+) -> SampleFiles:
     """Text of the regular files a sample wrote under its tmpdir, each capped at ``limit`` bytes and
     all together at ``total`` (the files beyond it are counted in ``left_out``, never read).
+
+    Only the files whose text the row's expressions can read (``reads``) are read: every other one is
+    there as a key (its text is never seen, so it is held as ""), and its size or a failure to read it
+    changes nothing. A file read costs memory twice (the text here, and the engine's copy of it while
+    an expression runs): reading only what is read keeps a sample that writes much but checks one
+    file small.
 
     A FIFO, socket or device is not a file with text (reading it could block or never end) and a
     dangling symlink or a file deleted meanwhile is not there: none is in ``texts``. A file or
     folder that is there and cannot be read is in ``unreadable``, never dropped without a word.
     """
-    found: dict[str, str] = {}
+    found: dict[str, object] = {}
     unreadable: dict[str, str] = {}
 
     def note(path: str, exc: OSError) -> None:
@@ -301,6 +328,9 @@ def read_files(root: str, limit: int = FILES_LIMIT, total: int = FILES_TOTAL_LIM
                 status = os.stat(path)
                 if not stat.S_ISREG(status.st_mode):
                     continue
+                if not reads.wants(os.path.relpath(path, root)):
+                    found[os.path.relpath(path, root)] = ""
+                    continue
                 if held + min(status.st_size, limit) > total:
                     left_out += 1
                     continue
@@ -312,7 +342,7 @@ def read_files(root: str, limit: int = FILES_LIMIT, total: int = FILES_TOTAL_LIM
                 note(path, exc)
                 continue
             held += len(data)
-            found[os.path.relpath(path, root)] = data.decode("utf-8", errors="replace")
+            found[os.path.relpath(path, root)] = engine_text(data)
     return SampleFiles(found, unreadable, left_out, total)
 
 

@@ -48,6 +48,9 @@ from fixtures_core.suite import CaseChecks, JudgeSpec
 from fixtures_core.text import excerpt
 
 JUDGE_FOLDER = "judge"
+# Scores are averaged (swap), subtracted (margins) and summed (suite figures): within this bound none of
+# those leaves a double's range, so a run document never holds an infinite margin.
+MAX_SCORE = 1e15
 _EXCERPT = 500
 _FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
 
@@ -353,6 +356,8 @@ def _arm_score(label: str, value: object, axes: Sequence[str]) -> ArmScore:
 def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise JudgeOutputError(f"{where} must be a finite number, got {value!r}")
+    if abs(value) > MAX_SCORE:
+        raise JudgeOutputError(f"{where} must be within ±{MAX_SCORE:g}, got {value:g}")
     return float(value)
 
 

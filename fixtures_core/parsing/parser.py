@@ -43,6 +43,7 @@ from fixtures_core.parsing.devlyn import find_bench, read_bench
 from fixtures_core.parsing.encodable import frontmatter_text_error
 from fixtures_core.parsing.fixture_file import read_fixture
 from fixtures_core.parsing.golden import resolve_golden
+from fixtures_core.parsing.nul_bytes import refuse_nul_bytes
 from fixtures_core.parsing.row_errors import broken_row
 from fixtures_core.parsing.safe_yaml import load_yaml
 from fixtures_core.parsing.sampling import with_sampling
@@ -111,6 +112,7 @@ def parse_document(
     """Rows in file order, warnings about what assay reads but does not run, and the frontmatter's
     last line (0 without one)."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
+    refuse_nul_bytes(lines, _body_start(lines, path), path, _MARKDOWN)  # before Markdown or YAML replaces one
     settings, body_start, warnings = _read_frontmatter(lines, path)
     if settings.devlyn is not None:
         suite_rows, linted = _devlyn_rows(settings, path, identity or path)
@@ -332,15 +334,22 @@ def _closing(tokens: list[Token], start: int, kind: str) -> int:
 # --- frontmatter ---------------------------------------------------------------
 
 
-def _read_frontmatter(lines: list[str], path: str) -> tuple[Inherited, int, list[FixtureWarning]]:
-    """The file's settings, the index of the first body line, and warnings about Gavel-only keys."""
+def _body_start(lines: list[str], path: str) -> int:
+    """The index of the first line after the frontmatter (0 without one)."""
     if not lines or lines[0].strip() != "---":
-        return Inherited(), 0, []
+        return 0
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
-            break
-    else:
-        raise FixtureError(path, 1, "frontmatter starts with --- but never ends (add a closing --- line)")
+            return end + 1
+    raise FixtureError(path, 1, "frontmatter starts with --- but never ends (add a closing --- line)")
+
+
+def _read_frontmatter(lines: list[str], path: str) -> tuple[Inherited, int, list[FixtureWarning]]:
+    """The file's settings, the index of the first body line, and warnings about Gavel-only keys."""
+    body_start = _body_start(lines, path)
+    if body_start == 0:
+        return Inherited(), 0, []
+    end = body_start - 1
     data, key_lines, item_lines = _yaml_mapping("\n".join(lines[1:end]), path, 2, "frontmatter")
     warnings = [
         FixtureWarning(path, key_lines[key], f"frontmatter key '{key}' is ignored: {reason}")

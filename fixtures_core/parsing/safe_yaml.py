@@ -54,6 +54,12 @@ def _int_within_limits(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 _LimitedLoader.add_constructor("tag:yaml.org,2002:int", _int_within_limits)
 
 
+def _reader_problem(exc: yaml.reader.ReaderError) -> str:
+    """What character YAML refused, in one line (its own text spans several)."""
+    character = exc.character if isinstance(exc.character, str) else chr(exc.character)
+    return f"unacceptable character {character!r}: {exc.reason}"
+
+
 def load_yaml(text: str, path: str, first_line: int, what: str) -> tuple[yaml.Node | None, object]:
     """Compose and construct one YAML document; FixtureError (file, line) for bad YAML or a limit."""
     loader: _LimitedLoader | None = None
@@ -63,6 +69,9 @@ def load_yaml(text: str, path: str, first_line: int, what: str) -> tuple[yaml.No
         if node is not None:
             _check_expanded_size(node, path, first_line, what)
         data = loader.construct_document(node) if node is not None else None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses: it has a position, not a mark
+        line = first_line + text[: exc.position].count("\n")
+        raise FixtureError(path, line, f"invalid YAML in {what}: {_reader_problem(exc)}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = first_line + (mark.line if mark is not None else 0)

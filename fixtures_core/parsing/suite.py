@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError, UsageError
+from fixtures_core.limits import MAX_FIXTURE_BYTES, LimitExceeded, read_regular_file
 from fixtures_core.parsing.builtins import SUITE_TEMPLATE_BUILTINS, suite_template_values, template_names
 from fixtures_core.parsing.config import (
     Where,
@@ -299,6 +300,20 @@ def _as_severity(text: str) -> Severity:
     return next(s for s in SEVERITIES if s == text)
 
 
+def _check_rubric_text(path: Path, where: Where) -> None:
+    """The rubric is given to the judge as text: a file that is not UTF-8 is refused when the suite loads
+    (naming its line), not when the first judge runs."""
+    try:
+        data = read_regular_file(path, MAX_FIXTURE_BYTES, "rubric file")
+    except (OSError, LimitExceeded) as exc:
+        raise where.error("judge.rubric", f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise where.error("judge.rubric", f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
+
+
 def _judge(value: object, where: Where, source_dir: Path, protocol: str) -> JudgeSpec:
     spec = _map(value, where, "judge", _JUDGE_KEYS, "command")
     command = spec["command"]
@@ -314,6 +329,7 @@ def _judge(value: object, where: Where, source_dir: Path, protocol: str) -> Judg
         rubric_path = source_dir / read_string(spec["rubric"], where, "judge.rubric")
         if not rubric_path.is_file():
             raise where.error("judge.rubric", f"no such file: {rubric_path}")
+        _check_rubric_text(rubric_path, where)
         rubric = str(rubric_path)
     seed = spec.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):

@@ -23,8 +23,9 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fixtures_core.errors import RunFileError, UsageError
+from fixtures_core.errors import RunFileError, StateError, UsageError
 from fixtures_core.execution.pool import Resumed
+from fixtures_core.files import STATE_FOLDER_RULE, own_file_refusal
 from fixtures_core.limits import MAX_RUN_JSON_DEPTH, loads_json, read_regular_file
 from fixtures_core.records.evidence import read_evidence
 from fixtures_core.records.lock import holder
@@ -161,10 +162,13 @@ def resumed_rows(store: Store, run_id: str, matrix: Matrix) -> Resumed:
         path = store.evidence_file(run_id, index, spec.name)
         if not os.path.lexists(path):
             continue
-        if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO would hang the appends; a symlink, lead them away
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would hang the appends; a symlink, lead them away
             raise RunFileError(
                 str(path), "evidence that is not a regular file (a FIFO, a folder, a symlink): refused", role=None
             )
+        if info.st_nlink > 1:  # the appends would land in its other name too (``open_own`` checks again)
+            raise StateError(str(path), f"{own_file_refusal(info)}: {STATE_FOLDER_RULE}")
         found, raw = read_evidence(path)
         beyond = [i for i in found if not 0 <= i < spec.most_samples]  # a budgeted row's extras go past repeat
         if beyond:

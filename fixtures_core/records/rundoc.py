@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import platform
 import re
 import subprocess
@@ -288,7 +289,15 @@ def _decode(value: object, hint: Any, where: str = "") -> object:
                 raise _Malformed(where, "a number beyond the range of a double") from None
         if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
             raise _Malformed(where, f"expected {hint.__name__}, got {_type(value)} {_short(value)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            why = "is not a finite number (assay writes none: was the file edited?)"
+            raise _Malformed(where, f"{_json_constant(value)} {why}")
     return value
+
+
+def _json_constant(value: object) -> str:
+    """A non-finite number as the document spells it (``NaN``, ``Infinity``, ``-Infinity``)."""
+    return json.dumps(value)
 
 
 def _member(where: str, key: object) -> str:

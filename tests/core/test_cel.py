@@ -5,8 +5,19 @@ from __future__ import annotations
 import math
 
 import pytest
+from google.protobuf.wrappers_pb2 import StringValue
 
-from fixtures_core.cel import CelValue, compile_expression, conjuncts, declarable_properties, parse_json
+from fixtures_core.cel import (
+    EVERY_VALUE,
+    CelValue,
+    MapReads,
+    compile_expression,
+    conjuncts,
+    declarable_properties,
+    engine_text,
+    map_reads,
+    parse_json,
+)
 from fixtures_core.errors import CelError
 from fixtures_core.limits import MAX_STDOUT_JSON_DEPTH, LimitExceeded
 
@@ -291,3 +302,64 @@ def test_a_map_key_holding_a_nul_is_an_error_never_a_shortened_key() -> None:
 )
 def test_conjuncts_split_only_top_level_and(expression: str, clauses: list[str]) -> None:
     assert conjuncts(expression) == clauses
+
+
+def keys(*names: str) -> MapReads:
+    return MapReads(keys=frozenset(names))
+
+
+@pytest.mark.parametrize(
+    ("expression", "reads"),
+    [
+        ('files["out/a.txt"] == "x"', keys("out/a.txt")),
+        ("files['b'].contains('y') && files [ \"c\" ] != ''", keys("b", "c")),
+        ("files.log.size() > 0 && has(files.x)", keys("log", "x")),
+        ('files[?"o"].orValue("") == "" && files.?p.hasValue()', keys("o", "p")),
+        ('"a" in files && size(files) == 2 && files.size() == 2', keys()),
+        ('files.exists(k, k.endsWith(".log")) && files.all(k, k != "") && files.filter(k, true).size() > 0', keys()),
+        ('files.map(k, k) == ["a"] && files.exists_one(k, k == "a") && files . size ( ) == 1', keys()),
+        ('files.exists(k, files[k].contains("E"))', EVERY_VALUE),  # a computed key
+        ('files["a"] == "" && files == {"a": ""}', EVERY_VALUE),  # the map used whole
+        ("dyn(files).size() == 1", EVERY_VALUE),
+        ('files["a\\"b"] == ""', EVERY_VALUE),  # a key with an escape: not read as written
+        ('files[r"x"] == ""', EVERY_VALUE),
+        ('files["a"] == "" // files[k]', EVERY_VALUE),  # a comment: its quotes could hide a use
+        ("[1].exists(files, files > 0)", EVERY_VALUE),  # a variable that shadows files: read as files, safely
+        ("json.files == 1 && myfiles == 1 && files_n == 2 && properties.files == 1", None),
+        ("stdout == \"files[k]\" && stdout != 'files'", None),  # only inside strings
+    ],
+)
+def test_map_reads_names_the_values_an_expression_can_read(expression: str, reads: MapReads | None) -> None:
+    assert map_reads(expression, "files") == reads
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'files["a"] == "x"', 'files.all(k, files[k].size() > 0)', 'files.exists(k, k == "b")', '"b" in files',
+        'files == {"a": "x", "b": "y"}', 'files.map(k, k).size() == 2', 'has(files.a)',
+    ],
+)  # fmt: skip
+def test_values_an_expression_does_not_read_never_change_its_result(expression: str) -> None:
+    """The placeholder of an unread text (``read_files`` holds "") is never seen: the result is the one of the
+    whole map."""
+    whole = {"a": "x", "b": "y"}
+    reads = map_reads(expression, "files")
+    assert reads is not None
+    held = {key: text if reads.wants(key) else "" for key, text in whole.items()}
+    assert evaluate(expression, context(files=held)) == evaluate(expression, context(files=whole))
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [(b"plain ascii", "plain ascii"), ("héllo 😀".encode(), "héllo 😀"), (b"a\xffb", "a\ufffdb"), (b"a\0b", "a\0b")],
+)
+def test_engine_text_is_the_decoded_text_held_as_utf8_unless_ascii(data: bytes, text: str) -> None:
+    held = engine_text(data)
+    assert isinstance(held, str) == text.isascii()
+    if isinstance(held, StringValue):
+        assert held.value == text
+    found = evaluate(
+        "files.t == want && files.t.size() == want.size()", context(files={"t": held}, want=text), ("want",)
+    )
+    assert found == CelValue(value=True)

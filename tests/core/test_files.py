@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_core.errors import StateError
 from fixtures_core.files import (
     MAX_SLUG,
     append_json_line,
@@ -118,11 +119,53 @@ except OSError as exc:
     assert "wrote 10 of 54 bytes of an evidence line (is the disk full?)" in done.stderr
 
 
-def test_a_full_disk_names_the_file_it_could_not_write() -> None:
-    with pytest.raises(OSError) as caught:
+def test_a_failed_write_names_the_file_it_could_not_write(tmp_path: Path) -> None:
+    # The kernel's errors of a write (a full disk's ENOSPC; here a file-size limit's EFBIG) name no file.
+    target = tmp_path / "row.jsonl"
+    code = f"""
+import resource, signal, sys
+from pathlib import Path
+from fixtures_core.files import append_json_line
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    append_json_line(Path({str(target)!r}), {{"sample": 1}})
+except OSError as exc:
+    sys.exit(f"{{exc.errno}} {{exc.filename}}")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == f"{errno.EFBIG} {target}\n"
+
+
+def test_evidence_is_never_appended_to_a_device(tmp_path: Path) -> None:
+    with pytest.raises(StateError, match=r"^/dev/full: a character device where assay keeps a file"):
         append_json_line(Path("/dev/full"), {"sample": 1})
-    assert caught.value.filename == "/dev/full" and caught.value.errno == errno.ENOSPC
-    assert str(caught.value) == "[Errno 28] No space left on device: '/dev/full'"
+
+
+@pytest.mark.parametrize("write", ["append", "repair"])
+def test_a_file_with_a_second_hard_link_is_never_written_into(tmp_path: Path, write: str) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep, no newline")  # a repair would cut all of it
+    evidence = tmp_path / "state" / "row.jsonl"
+    evidence.parent.mkdir()
+    os.link(outside, evidence)
+    with pytest.raises(StateError, match=r"row.jsonl: a file with 2 hard links \(one may be outside the state"):
+        if write == "append":
+            append_json_line(evidence, {"sample": 1})
+        else:
+            repair_torn_tail(evidence)
+    assert outside.read_bytes() == b"keep, no newline"
+
+
+def test_a_symlinked_evidence_file_is_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep")
+    (tmp_path / "row.jsonl").symlink_to(outside)
+    for write in (lambda p: append_json_line(p, {"sample": 1}), repair_torn_tail):
+        with pytest.raises(StateError, match=r"row.jsonl: a symlink where assay keeps a file"):
+            write(tmp_path / "row.jsonl")
+    assert outside.read_bytes() == b"keep"
 
 
 @pytest.mark.parametrize(

@@ -83,6 +83,30 @@ def test_validate_names_file_and_line(tmp_path: Path) -> None:
     assert f"{fixture}:4: Name: duplicate row name 'a' (first at line 3)" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (b"| Name | Command |\n|---|---|\n| a | `touch ran; echo a\x00b` |\n", "f.md:3: Command column"),
+        (b"### command: a\n\n```bash\ntouch ran; echo a\x00b\n```\n", "f.md:4: bash fence"),
+    ],
+    ids=["table-cell", "command-block"],
+)
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_nul_byte_in_a_command_is_refused_before_anything_runs(
+    tmp_path: Path, text: bytes, where: str, command: str
+) -> None:
+    # Markdown reads a NUL as U+FFFD: the command ran as `echo a\ufffdb` and validate said ok.
+    (tmp_path / "f.md").write_bytes(text)
+    argv = [command, "f.md"] + (["--engine", "local", "--out", ".assay"] if command == "run" else [])
+    done = run_cli(argv, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == (
+        f"error: {where}: holds a NUL byte (\\0): Markdown would read it as U+FFFD, so what runs would not be "
+        "what the file says\n"
+    )
+    assert not (tmp_path / "ran").exists() and not (tmp_path / ".assay").exists()
+
+
 def test_json_option_writes_the_run_document(tmp_path: Path) -> None:
     target = tmp_path / "out" / "run.json"
     done = run_cli(

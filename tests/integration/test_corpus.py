@@ -345,7 +345,12 @@ CASES: list[Case] = [
     Case(
         "yaml a NUL character",
         fixture(b"---\nx: \x00\n---\n\n| Name | Command |\n|---|---|\n| a | true |\n"),
-        says="invalid YAML",
+        says=":2: frontmatter x: holds a NUL byte",
+    ),
+    Case(
+        "yaml a control character",
+        fixture(b"---\nrepeat: 1\nx: \x01\n---\n\n| Name | Command |\n|---|---|\n| a | true |\n"),
+        says=":3: invalid YAML in frontmatter: unacceptable character '\\x01'",
     ),
     Case("yaml a tab indentation error", fixture(table(OK_ROW, front="a:\n\t- 1\n")), says="invalid YAML"),
     Case(

@@ -75,6 +75,63 @@ def test_a_symlinked_lock_is_refused_and_its_target_left_alone(project: Path, tm
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("engine", ["local", "prefect"])
+def test_a_hard_linked_lock_is_refused_and_its_other_name_left_alone(
+    project: Path, tmp_path: Path, engine: str
+) -> None:
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")  # the lock's truncate and pid would replace it
+    lock = run_folder(project) / "running.lock"
+    lock.unlink()
+    os.link(outside, lock)
+    done = run_cli(["run", "--resume", "latest", "--engine", engine, "--out", ".assay"], cwd=project, timeout=120)
+    assert outside.read_text() == "keep me"
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == (
+        f"error: .assay/runs/{run_folder(project).name}/running.lock: a file with 2 hard links (one may be outside "
+        "the state folder) where assay keeps a file: assay never follows links or opens special files in its "
+        "state folder; remove it\n"
+    )
+
+
+@pytest.mark.parametrize("ending", ["keep me\n", "keep me, no newline"])  # a torn-tail repair would cut the 2nd
+def test_a_hard_linked_evidence_file_is_refused_and_its_other_name_left_alone(
+    project: Path, tmp_path: Path, ending: str
+) -> None:
+    outside = tmp_path / "precious.txt"
+    outside.write_text(ending)
+    [evidence, *_] = sorted((run_folder(project) / "evidence").iterdir())
+    evidence.unlink()  # the row runs again on resume: its sample lines would be appended to the outside file
+    os.link(outside, evidence)
+    code, out, err = resume(project)
+    assert outside.read_text() == ending
+    assert code == 2, out + err
+    relative = evidence.relative_to(project)
+    assert err.startswith(f"error: {relative}: a file with 2 hard links (one may be outside the state folder)"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_files_replaced_whole_leave_a_hard_linked_other_name_alone(project: Path, tmp_path: Path) -> None:
+    """latest.json, run.json and baselines are written to a new file moved into place: a second hard link to
+    the old one (which latest.json itself is, to the newest run.json) keeps the old bytes."""
+    outside = {name: tmp_path / f"{name}.txt" for name in ("latest", "baseline")}
+    for path in outside.values():
+        path.write_text("keep me")
+    (project / ".assay" / "latest.json").unlink()
+    os.link(outside["latest"], project / ".assay" / "latest.json")
+    code, out, err = resume(project)
+    assert code == 0, out + err
+    assert outside["latest"].read_text() == "keep me"
+    assert json.loads((project / ".assay" / "latest.json").read_text())["schema"] == "assay.run/v1"
+    baseline = project / ".assay" / "baselines" / "shipped.json"
+    baseline.parent.mkdir()
+    os.link(outside["baseline"], baseline)
+    blessed = run_cli(["bless", "latest", "--out", ".assay"], cwd=project, timeout=60)
+    assert blessed.returncode == 0, blessed.stdout + blessed.stderr
+    assert outside["baseline"].read_text() == "keep me"
+    assert json.loads(baseline.read_text())["schema"] == "assay.run/v1"
+
+
 def test_a_fifo_lock_hangs_neither_history_nor_resume(project: Path) -> None:
     lock = run_folder(project) / "running.lock"
     lock.unlink()

@@ -29,7 +29,7 @@ from fixtures_core.analysis.baseline import (
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
-from fixtures_core.records.rundoc import RunResult, load_run
+from fixtures_core.records.rundoc import RunResult, decode, encode, load_run
 from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.reports.comparison import text_lines
 from fixtures_core.results import Outcome, RowResult, Status
@@ -282,6 +282,28 @@ def test_zero_baseline_is_compared_in_points(tmp_path: Path) -> None:
     line = metric(comparison, "alpha", "errors")
     assert (line.gating, line.regressed, line.delta_percent) == (True, True, None)  # 0 -> 3: 3 > 2 points
     assert comparison.regressed is True
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "regressed"),
+    [(-1e308, 1e308, True), (1e308, -1e308, False), (5e-324, 1.0, True)],  # changes beyond a double
+)
+def test_a_change_beyond_a_double_gates_and_is_not_recorded(
+    suite: RunResult, before: float, after: float, regressed: bool
+) -> None:
+    def valued(value: float) -> Callable[[RowResult], RowResult]:
+        def change(row: RowResult) -> RowResult:
+            ms = replace(row.metrics["duration"], value=value, values=(value,))
+            return replace(row, metrics={**row.metrics, "duration": ms})
+
+        return change
+
+    comparison = compare(map_rows(suite, valued(before)), map_rows(suite, valued(after)))
+
+    line = metric(comparison, "alpha", "duration")
+    assert (line.gating, line.regressed, line.delta_percent) == (True, regressed, None)
+    assert comparison.regressed is regressed
+    assert decode(encode(comparison), Comparison) == comparison  # a run document holds finite numbers only
 
 
 def test_a_renamed_metric_gate_fails_closed(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from fixtures_core.analysis.finalize import Summary, finalize_rows, metric_table
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.parsing.parser import parse_file
+from fixtures_core.records.rundoc import decode, encode
 from fixtures_core.results import (
     Check,
     MetricValue,
@@ -188,6 +189,24 @@ def test_higher_is_better_worsening_fails() -> None:
     assert cur.metrics["ms"].comparison is not None
     assert cur.metrics["ms"].comparison.regression_percent == pytest.approx(30.0)
     assert cur.status == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("base", "current", "status"),
+    [
+        (-1e308, 1e308, "FAIL"),  # 2e308 ms worse: beyond a double, and beyond every allowed percent
+        (1e308, -1e308, "PASS"),  # as far better
+        (5e-324, 1.0, "FAIL"),  # (1 - 5e-324) / 5e-324 * 100: a change beyond a double from a baseline near 0
+    ],
+)
+def test_a_change_beyond_a_double_decides_the_row_and_is_not_recorded(base: float, current: float, status: str) -> None:
+    cur = finalize_pair([base], [current])
+    comparison = cur.metrics["ms"].comparison
+    assert comparison is not None and cur.status == status
+    assert comparison.regression_percent is None  # a run document holds finite numbers only
+    if status == "FAIL":
+        assert cur.error == "metric ms: +inf% vs 'base' exceeds the allowed 25%"
+    assert decode(encode(cur), RowResult).metrics["ms"] == cur.metrics["ms"]  # it loads back as written
 
 
 def test_without_regression_percent_the_comparison_is_informational() -> None:

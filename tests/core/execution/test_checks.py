@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures_core.cel import EVERY_VALUE, MapReads
 from fixtures_core.execution import checks
 from fixtures_core.execution.checks import SampleFiles, check_sample, read_files, row_programs, unrun_sample
 from fixtures_core.execution.containment import Containment
@@ -424,12 +425,48 @@ def test_a_file_that_cannot_be_read_makes_the_sample_an_error(tmp_path: Path) ->
     (tmp_path / "result.txt").write_text("done")
     # Reading /proc/self/mem from offset 0 fails with EIO, whoever runs the test (root too).
     (tmp_path / "mem").symlink_to("/proc/self/mem")
-    row = make_row(cel='files["result.txt"] == "done" && !("mem" in files)')
+    row = make_row(cel='files["result.txt"] == "done" && files.all(k, k == "mem" || files[k] != "")')
     sample = check(row, ran(), tmpdir=str(tmp_path))
     # The assertion held over what was read, but what was read is not all there is: no verdict.
     assert sample.status == "ERR"
     assert sample.error == "files: cannot read mem (Input/output error), so files is incomplete"
     assert sample.assertions is not None and sample.assertions.status == "pass"
+
+
+def test_a_file_no_expression_reads_is_a_key_whatever_its_text(tmp_path: Path) -> None:
+    (tmp_path / "result.txt").write_text("done")
+    (tmp_path / "mem").symlink_to("/proc/self/mem")  # unreadable: never read, since nothing reads its text
+    row = make_row(cel='files["result.txt"] == "done" && "mem" in files && size(files) == 2')
+    assert check(row, ran(), tmpdir=str(tmp_path)).status == "PASS"
+
+
+def test_only_the_files_an_expression_reads_are_read_and_held(tmp_path: Path) -> None:
+    """One small result and 100 hard links to a 1 MiB file: 100 MiB, more than ``files`` holds in all."""
+    (tmp_path / "result.txt").write_text("done")
+    original = tmp_path / "big.bin"
+    original.write_bytes(b"\xff" * 1024 * 1024)
+    for number in range(99):
+        os.link(original, tmp_path / f"link-{number:02}.bin")
+    reads_one = make_row(
+        cel='files["result.txt"] == "done" && size(files) == 101', metrics=[metric("n", "size(files)")]
+    )
+    sample = check(reads_one, ran(), tmpdir=str(tmp_path))
+    assert sample.status == "PASS" and sample.metrics["n"].value == 101
+    found = read_files(str(tmp_path), reads=row_programs(reads_one).files_reads)  # type: ignore[arg-type]
+    assert found.texts["result.txt"] == "done" and found.texts["big.bin"] == "" and found.left_out == 0
+    # Reading every text (a computed key) holds them all: past the total, the sample is ERR as before.
+    reads_all = make_row(cel='files.all(k, files[k] != "")')
+    assert check(reads_all, ran(), tmpdir=str(tmp_path)).error == (
+        "files: the sample's files hold more than 64 MiB in all; 37 file(s) left out, so files is incomplete"
+    )  # 64 of the 1 MiB files fit, and result.txt (4 bytes) before them or after: 101 - 64 = 37
+
+
+def test_a_non_ascii_text_reaches_cel_as_the_same_string(tmp_path: Path) -> None:
+    (tmp_path / "out.txt").write_bytes("héllo 😀".encode() + b"\xff")  # an undecodable byte is U+FFFD
+    row = make_row(cel='files["out.txt"] == "héllo 😀\\ufffd" && files["out.txt"].size() == 8', metrics=[
+        metric("n", 'files["out.txt"].size()')])  # fmt: skip
+    sample = check(row, ran(), tmpdir=str(tmp_path))
+    assert sample.status == "PASS" and sample.metrics["n"].value == 8
 
 
 def test_a_folder_that_cannot_be_listed_is_named(tmp_path: Path) -> None:
@@ -462,6 +499,9 @@ def test_row_programs_know_what_context_they_need() -> None:
     assert row_programs(make_row(metrics=[metric("m", "json.a")])).uses_json is True
     assert row_programs(make_row(cel="has(files.x)")).uses_files is True
     assert row_programs(make_row(metrics=[metric("n", "size(files)")])).uses_files is True
+    both = make_row(cel='files["a.txt"] != ""', metrics=[metric("n", "size(files)"), metric("m", "files.log.size()")])
+    assert row_programs(both).files_reads == MapReads(keys=frozenset(["a.txt", "log"]))
+    assert row_programs(make_row(cel='files["a"] != "" && files.exists(k, files[k] == "")')).files_reads == EVERY_VALUE
 
 
 def test_a_property_named_like_files_does_not_read_files(monkeypatch: pytest.MonkeyPatch) -> None:

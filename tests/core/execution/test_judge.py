@@ -146,6 +146,16 @@ def test_the_judge_reads_the_protocol_on_stdin(tmp_path: Path, containment: Cont
             ' "quality": 1}}}, "winner": "C"}',
             '"winner" must be one of',
         ),  # fmt: skip
+        (  # 1.7e308 - -1.7e308 is no double: a margin would be infinite
+            '{"scores": {"A": {"total": 1.7e308, "axes": {"spec": 1, "quality": 1}}, "B": {"total": 1, "axes":'
+            ' {"spec": 1, "quality": -1e16}}}, "winner": "A"}',
+            "scores.A.total must be within ±1e+15, got 1.7e+308",
+        ),  # fmt: skip
+        (
+            '{"scores": {"A": {"total": 1, "axes": {"spec": 1, "quality": 1}}, "B": {"total": 1, "axes":'
+            ' {"spec": 1, "quality": -1e16}}}, "winner": "A"}',
+            "scores.B.axes.quality must be within ±1e+15, got -1e+16",
+        ),  # fmt: skip
     ],
 )
 def test_output_of_another_shape_is_rejected_with_the_reason(output: str, reason: str) -> None:

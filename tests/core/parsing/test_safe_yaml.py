@@ -70,6 +70,16 @@ def test_a_nul_character_is_invalid_yaml() -> None:
         load("x: \x00\n")
 
 
+@pytest.mark.parametrize("character", ["\x01", "\x7f", "\ufffe"])
+def test_a_character_yaml_refuses_is_named_on_its_own_line(character: str) -> None:
+    # the text starts on the file's line 2: line 3 of the YAML is line 4 of the file
+    with pytest.raises(FixtureError) as caught:
+        load(f"a: 1\nb: 2\nc: 'x{character}'\n")
+    assert str(caught.value) == (
+        f"f.md:4: invalid YAML in frontmatter: unacceptable character {character!r}: special characters are not allowed"
+    )
+
+
 def test_python_tags_are_not_constructed() -> None:
     with pytest.raises(FixtureError, match="could not determine a constructor"):
         load("x: !!python/object/apply:os.system ['true']\n")

@@ -164,6 +164,22 @@ def test_bad_suite_keys_name_file_line_and_field(tmp_path: Path, change: tuple[s
     assert text.startswith(str(tmp_path / "suite.md"))
 
 
+@pytest.mark.parametrize(("data", "ok"), [("spec\ncafé\n".encode(), True), (b"spec\ncaf\xe9\n", False)])
+def test_a_rubric_that_is_not_utf8_is_refused_when_the_suite_loads(tmp_path: Path, data: bytes, ok: bool) -> None:
+    (tmp_path / "RUBRIC.md").write_bytes(data)
+    text = SUITE.replace("  axes: [spec, quality]", "  rubric: RUBRIC.md\n  axes: [spec, quality]")
+    if ok:
+        suites = [row.ab.suite for row in parse_file(write(tmp_path, text)).rows if row.ab]
+        assert {s.judge.rubric for s in suites if s.judge is not None} == {str(tmp_path / "RUBRIC.md")}
+        return
+    # "spec\ncaf" is 8 bytes: the byte 0xe9 is at offset 8, on the rubric's line 2 (judge: is the suite's line 30)
+    with pytest.raises(FixtureError) as caught:
+        parse_file(write(tmp_path, text))
+    assert str(caught.value) == (
+        f"{tmp_path / 'suite.md'}:30: judge.rubric: {tmp_path / 'RUBRIC.md'}:2: not UTF-8 text (byte 8)"
+    )
+
+
 def test_a_judge_needs_two_arms(tmp_path: Path) -> None:
     text = "---\narms: {only: {}}\nexec: x\njudge: j\n---\n| Name |\n|---|\n| a |\n"
     with pytest.raises(FixtureError, match=r":4: judge: a judge compares arms: declare at least two"):

@@ -34,6 +34,17 @@ def test_a_symlinked_file_is_refused_and_its_target_untouched(tmp_path: Path) ->
     assert target.read_text() == "keep"
 
 
+@pytest.mark.parametrize("flags", [os.O_RDONLY, os.O_RDWR | os.O_CREAT, os.O_WRONLY | os.O_APPEND])
+def test_a_hard_linked_file_is_refused_and_its_other_name_untouched(tmp_path: Path, flags: int) -> None:
+    outside = tmp_path / "precious"
+    outside.write_text("keep")
+    (tmp_path / "state").mkdir()
+    os.link(outside, tmp_path / "state" / "lock")
+    with pytest.raises(StateError, match=r"lock: a file with 2 hard links \(one may be outside the state folder\)"):
+        open_own(tmp_path / "state" / "lock", flags)
+    assert outside.read_text() == "keep"
+
+
 @pytest.mark.parametrize("flags", [os.O_RDONLY, os.O_RDWR | os.O_CREAT, os.O_WRONLY])
 def test_a_fifo_is_refused_at_once_for_reading_or_writing(tmp_path: Path, flags: int) -> None:
     os.mkfifo(tmp_path / "fifo")  # nobody at the other end: a blocking open would hang forever

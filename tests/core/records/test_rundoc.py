@@ -11,7 +11,15 @@ import pytest
 
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.errors import RunFileError
-from fixtures_core.records.rundoc import FixtureResult, RunResult, _decode, from_document, load_run, to_document
+from fixtures_core.records.rundoc import (
+    FixtureResult,
+    RunResult,
+    _decode,
+    decode,
+    from_document,
+    load_run,
+    to_document,
+)
 from fixtures_core.records.shareable import EXCERPT_CHARS
 from fixtures_core.records.store import Store
 from fixtures_core.results import Check, MetricSummary, MetricValue, Outcomes, RowResult, SampleResult
@@ -147,6 +155,44 @@ def test_a_field_of_the_wrong_type_is_a_baseline_error(
         load_run(path)
     assert str(path) in str(caught.value)
     assert "malformed run document: " + message in str(caught.value)
+
+
+def _stochastic(d: dict[str, Any]) -> dict[str, Any]:
+    stochastic: dict[str, Any] = d["fixtures"][0]["rows"][0].setdefault("stochastic", {"n": 1, "passed": 1, "k": 1})
+    return stochastic
+
+
+@pytest.mark.parametrize(
+    ("place", "field"),
+    [
+        (lambda d: _stochastic(d), f"{ROW}.stochastic.pass_at_k"),
+        (lambda d: d["summary"].setdefault("stochastic", {"rows": 1}), "summary.stochastic.pass_at_k"),
+        (lambda d: d["fixtures"][0]["rows"][0]["samples"][0], f"{ROW}.samples[0].duration_ms"),
+        (lambda d: d["fixtures"][0]["rows"][0]["metrics"]["ms"], f"{ROW}.metrics.ms.value"),
+    ],
+    ids=["row-pass_at_k", "suite-pass_at_k", "duration", "metric"],
+)
+@pytest.mark.parametrize(
+    ("token", "shown"), [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"), ("1e999", "Infinity")]
+)
+def test_a_non_finite_figure_is_refused_naming_its_field(
+    tmp_path: Path, document: dict[str, Any], place: Any, field: str, token: str, shown: str
+) -> None:
+    place(document)[field.rsplit(".", 1)[1]] = "@figure@"
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(document).replace('"@figure@"', token), encoding="utf-8")
+    with pytest.raises(RunFileError) as caught:
+        load_run(path)
+    assert str(caught.value) == (
+        f"run {path}: malformed run document: {field}: {shown} is not a finite number "
+        "(assay writes none: was the file edited?)"
+    )
+
+
+def test_a_non_finite_figure_in_an_evidence_line_is_refused(tmp_path: Path) -> None:
+    sample = to_document(small_run())["fixtures"][0]["rows"][0]["samples"][0]
+    with pytest.raises(ValueError, match=r"^duration_ms: NaN is not a finite number"):
+        decode({**sample, "duration_ms": float("nan")}, SampleResult)
 
 
 def test_an_int_is_accepted_where_a_float_is_expected(tmp_path: Path, document: dict[str, Any]) -> None:
