@@ -89,6 +89,7 @@ from flows.flow.naming import artifact_key, flow_run_name, run_tags  # noqa: E40
 from flows.flow.parameters import MatrixParameters, bounded, flow_args_doc, flow_signature  # noqa: E402
 from flows.flow.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
 from flows.flow.row_subflow import RowSubflow, RowSubflows  # noqa: E402
+from flows.flow.stored_parameters import install, not_given  # noqa: E402
 from flows.server.abandoned import mark_abandoned  # noqa: E402
 from flows.server.api_watch import ApiWatch  # noqa: E402
 from flows.server.lease_guard import LeaseGuard  # noqa: E402
@@ -318,6 +319,7 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     launch = _launched()
     if launch is None:  # a deployment, a schedule or the UI: plan here, confined
         run_id = new_run_id()  # first: a refused run is named after it too, so a search by run id finds it
+        parameters = {**parameters, **_not_parameters(parameters)}
         try:
             launch = _deployed_launch(parameters, run_id)
         except ValidationFailed as exc:
@@ -351,14 +353,28 @@ def _matrix_flow(**parameters: Any) -> RunResult:
 
 
 quiet_verdict_exits()  # a deployment's flow run process imports this module before it runs the flow
+install()  # so is this: Prefect binds the flow run's stored parameters after the import
 
 # The flow's parameters are MatrixParameters' fields, flat (Prefect reads them from the signature).
 _matrix_flow.__signature__ = flow_signature()  # type: ignore[attr-defined]
 _matrix_flow.__doc__ = (_matrix_flow.__doc__ or "") + flow_args_doc()
 
 
+def _not_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
+    """What the flow run's stored parameters hold besides the parameters the flow was given (``run_id``):
+    ``flows.flow.stored_parameters`` hands the flow only the keys it has."""
+    context = FlowRunContext.get()
+    return not_given(context.flow_run.parameters if context and context.flow_run else None, given)
+
+
 class _MatrixFlow(Flow[..., RunResult]):
-    """The matrix's flow. Its parameters are ``MatrixParameters``' fields, JSON values already."""
+    """The matrix's flow. Its parameters are ``MatrixParameters``' fields, JSON values already.
+
+    It checks a deployment run's stored parameters itself, all of them (``takes_stored_parameters``):
+    Prefect's own binding would crash the run on a key that is not a parameter, before the flow runs.
+    """
+
+    takes_stored_parameters = True
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         """The parameters as Prefect stores them. Prefect's own way imports FastAPI for its encoder,
