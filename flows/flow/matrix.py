@@ -56,7 +56,12 @@ from prefect.events.worker import EventsWorker  # noqa: E402
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError  # noqa: E402
 from prefect.futures import PrefectFuture, wait  # noqa: E402
 from prefect.logging.handlers import APILogWorker  # noqa: E402
-from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_KEY, temporary_settings  # noqa: E402
+from prefect.settings import (  # noqa: E402
+    PREFECT_API_AUTH_STRING,
+    PREFECT_API_KEY,
+    get_current_settings,
+    temporary_settings,
+)
 from prefect.states import Completed, Failed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.transactions import CommitMode, transaction  # noqa: E402
@@ -702,7 +707,7 @@ def run_with_prefect(
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
     api_url = backend.api_url if backend is not None else None
-    watch = ApiWatch(api_url, authorization=_authorization()) if api_url else None
+    watch = ApiWatch(api_url, headers=_client_headers()) if api_url else None
     # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
     # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
     # who joins it later (an in-process caller after a second interrupt) would not wait for it.
@@ -745,12 +750,16 @@ def _gone(watch: ApiWatch | None, live: _LiveRun) -> str | None:
     return watch.gone_now()
 
 
-def _authorization() -> str | None:
-    """The Authorization header Prefect's client sends to the run's API (its auth string, else its key)."""
+def _client_headers() -> dict[str, str]:
+    """The headers Prefect's client sends the run's API that say who asks: the Authorization of its auth
+    string (else of its key), then its custom headers, which Prefect's client lets override it."""
     auth_string, key = PREFECT_API_AUTH_STRING.value(), PREFECT_API_KEY.value()
+    headers: dict[str, str] = {}
     if auth_string:
-        return "Basic " + base64.b64encode(auth_string.encode()).decode()
-    return f"Bearer {key}" if key else None
+        headers["Authorization"] = "Basic " + base64.b64encode(auth_string.encode()).decode()
+    elif key:
+        headers["Authorization"] = f"Bearer {key}"
+    return {**headers, **{str(k): str(v) for k, v in get_current_settings().client.custom_headers.items()}}
 
 
 def _closed_without_api(launch: Launch, lost: str, live: _LiveRun) -> RunResult:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 LOST_AFTER_S = 10.0
 SILENT_AFTER_S = 60.0
@@ -37,15 +37,14 @@ def probe_health(api_url: str) -> str:
     return _probe(f"{api_url.rstrip('/')}/health", {}, ())
 
 
-def probe_flow_run(api_url: str, flow_run_id: str, authorization: str | None = None) -> str:
-    """As ``probe_health``, asking for the flow run; ``unknown`` when the API answers that it does not know
-    it (404) or does not take the run's credentials (401, 403)."""
-    headers = {"Authorization": authorization} if authorization else {}
-    return _probe(f"{api_url.rstrip('/')}/flow_runs/{flow_run_id}", headers, FOREIGN)
+def probe_flow_run(api_url: str, flow_run_id: str, headers: Mapping[str, str] | None = None) -> str:
+    """As ``probe_health``, asking for the flow run with the run's own ``headers`` (its credentials);
+    ``unknown`` when the API answers that it does not know it (404) or does not take them (401, 403)."""
+    return _probe(f"{api_url.rstrip('/')}/flow_runs/{flow_run_id}", headers or {}, FOREIGN)
 
 
-def _probe(url: str, headers: dict[str, str], foreign: tuple[int, ...]) -> str:
-    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - the run's own API, http(s)
+def _probe(url: str, headers: Mapping[str, str], foreign: tuple[int, ...]) -> str:
+    request = urllib.request.Request(url, headers=dict(headers))  # noqa: S310 - the run's own API, http(s)
     try:
         with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S):  # noqa: S310
             return "up"
@@ -53,8 +52,10 @@ def _probe(url: str, headers: dict[str, str], foreign: tuple[int, ...]) -> str:
         return "unknown" if exc.code in foreign else "up"  # else it answered: busy (503) or otherwise, it is there
     except urllib.error.URLError as exc:
         return "refused" if isinstance(exc.reason, ConnectionError) else "silent"
-    except (TimeoutError, ConnectionError):
+    except ConnectionError:  # reset or refused once connected
         return "refused"
+    except TimeoutError:  # connected, no answer in time: busy (or still starting), not gone
+        return "silent"
     except OSError:
         return "silent"
 
@@ -70,12 +71,12 @@ class ApiWatch:
         lost_after: float = LOST_AFTER_S,
         silent_after: float = SILENT_AFTER_S,
         every: float = EVERY_S,
-        authorization: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.api_url = api_url
         self._probe, self._clock = probe, clock
         self._lost_after, self._silent_after, self._every = lost_after, silent_after, every
-        self._authorization = authorization  # the run's own Authorization header, for its flow run
+        self._headers = dict(headers or {})  # what the run's client sends (its credentials), for its flow run
         self._next = clock() + every
         self._down_since: dict[str, float] = {}
         self.flow_run_id: str | None = None
@@ -85,7 +86,7 @@ class ApiWatch:
         if self.flow_run_id is not None:
             return
         self.flow_run_id = flow_run_id
-        self._probe = probe or (lambda url: probe_flow_run(url, flow_run_id, self._authorization))
+        self._probe = probe or (lambda url: probe_flow_run(url, flow_run_id, self._headers))
 
     def lost(self) -> str | None:
         """The reason the API is gone (``lost the Prefect API at URL: ...``), or None while it is there."""

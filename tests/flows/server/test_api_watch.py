@@ -44,6 +44,18 @@ def test_nothing_listening_is_refused() -> None:
     assert probe_health(f"http://127.0.0.1:{free_port()}/api") == "refused"
 
 
+def test_a_server_that_takes_the_connection_and_does_not_answer_is_silent_not_refused() -> None:
+    """A busy server (or one still starting, its port already open): it gets the minute, not 10 s."""
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(8)  # connections wait in its backlog; nothing accepts or answers them
+        api = f"http://127.0.0.1:{listening.getsockname()[1]}/api"
+        assert probe_health(api) == "silent"
+        assert probe_flow_run(api, "abc") == "silent"
+
+
 def test_once_it_follows_a_flow_run_a_server_that_does_not_know_it_is_lost_at_once() -> None:
     now = [0.0]
     watch = watch_of(iter(["up", "refused", "unknown"]), now)
@@ -83,8 +95,8 @@ def test_a_probe_of_the_flow_run_reads_the_servers_answer(code: int, seen: str) 
     try:
         api = f"http://127.0.0.1:{http.server_address[1]}/api"
         assert probe_health(api) == "up"
-        assert probe_flow_run(api, "abc", "Basic c2VjcmV0") == seen
-        watch = ApiWatch(api, every=0.0, authorization="Basic c2VjcmV0")
+        assert probe_flow_run(api, "abc", {"Authorization": "Basic c2VjcmV0"}) == seen
+        watch = ApiWatch(api, every=0.0, headers={"Authorization": "Basic c2VjcmV0"})
         watch.follow("abc")
         assert (watch.gone_now() is None) is (seen == "up")
     finally:
