@@ -36,14 +36,19 @@ _REFUSED_RANGES = (
     (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
     (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
 )  # fmt: skip
-_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+_REFUSED = {  # by Unicode category: what each is called in a refusal
+    "Cc": "a control character",
+    "Zl": "a line or paragraph separator",
+    "Zp": "a line or paragraph separator",
+    "Cf": "an invisible format character",
+}
 _REFUSED_CLASS = "".join(f"\\u{low:04x}" + (f"-\\u{high:04x}" if high > low else "") for low, high in _REFUSED_RANGES)
 _ONE_VISIBLE_LINE = f"^[^{_REFUSED_CLASS}]*$"
 
 
 def _not_shown(char: str) -> bool:
-    """A character a name or path may not hold (see ``_REFUSED_RANGES``)."""
-    return unicodedata.category(char) in _REFUSED_CATEGORIES
+    """Whether a name or path may not hold ``char``: its Unicode category is one of ``_REFUSED``'s."""
+    return unicodedata.category(char) in _REFUSED
 
 
 def _shown_as_is(value: str) -> str:
@@ -58,10 +63,7 @@ def _shown_as_is(value: str) -> str:
 def _refused_char(char: str) -> str:
     """Why ``char`` is refused, naming it by code point (never the character itself: it would act)."""
     name = unicodedata.name(char, "")
-    what = "a control character" if unicodedata.category(char) == "Cc" else "an invisible format character"
-    if unicodedata.category(char) in ("Zl", "Zp"):
-        what = "a line or paragraph separator"
-    return f"{what} (U+{ord(char):04X}{' ' + name if name else ''}) is not allowed here"
+    return f"{_REFUSED[unicodedata.category(char)]} (U+{ord(char):04X}{' ' + name if name else ''}) is not allowed here"
 
 
 def _path_parts(value: str) -> str:
