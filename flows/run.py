@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from flows.cli.interrupts import guard_start_up
-from flows.cli.streams import fill_closed
+from flows.cli.start_up import hold
 
-if __name__ == "__main__":  # an interrupt during the slow imports below exits 2, quietly
-    guard_start_up()
+if __name__ == "__main__":  # first: an interrupt during the slow imports below exits 2, with one line
+    hold()
+
+from flows.cli.streams import fill_closed  # noqa: E402
+
+if __name__ == "__main__":
     fill_closed()
 
 from flows.cli.main import leave, main, module_main  # noqa: E402, F401  (main: for scripts that import flows.run)

@@ -3,7 +3,8 @@
 The phases of a command, and what a signal does in each:
 
 * **start-up** (the imports, before ``main`` runs): exit 2 at once with one
-  line; nothing has started. ``guard_start_up`` covers it.
+  line; nothing has started. ``flows.cli.start_up`` covers it, from assay's
+  first module on (it also says what comes before that).
 * **before the run** (planning: parsing, validating, loading a baseline):
   raise ``Interrupted``; the command prints one line and exits 2.
 * **while the run is open** (samples, finalize): the first signal stops
@@ -16,8 +17,7 @@ The phases of a command, and what a signal does in each:
   ERR "interrupted" and the command exits 2.
 * **exiting** (after ``main`` returned, in interpreter shutdown): exit 2 at once.
 
-Only the standard library is imported here, so the start-up guard is in
-place before the slow imports.
+Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -75,17 +75,6 @@ def exit_now(line: str | None = None, code: int = 2) -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
-
-
-def _during_start_up(signum: int, frame: FrameType | None) -> None:
-    exit_now(f"error: interrupted by {signal.Signals(signum).name} while starting; nothing ran")
-
-
-def guard_start_up() -> None:
-    """Before the slow imports of a command-line start: any interrupt exits 2 with one line."""
-    for signum in SIGNALS:
-        with contextlib.suppress(ValueError, OSError):
-            signal.signal(signum, _during_start_up)
 
 
 class InterruptGuard:

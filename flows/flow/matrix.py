@@ -24,6 +24,7 @@ automations (``flows.flow.events``).
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import contextlib
 import contextvars
@@ -52,10 +53,15 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.client.schemas.objects import FlowRun, State, StateDetails  # noqa: E402
 from prefect.context import FlowRunContext  # noqa: E402
 from prefect.events.worker import EventsWorker  # noqa: E402
-from prefect.exceptions import PrefectHTTPStatusError  # noqa: E402
+from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError  # noqa: E402
 from prefect.futures import PrefectFuture, wait  # noqa: E402
 from prefect.logging.handlers import APILogWorker  # noqa: E402
-from prefect.settings import temporary_settings  # noqa: E402
+from prefect.settings import (  # noqa: E402
+    PREFECT_API_AUTH_STRING,
+    PREFECT_API_KEY,
+    get_current_settings,
+    temporary_settings,
+)
 from prefect.states import Completed, Failed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.transactions import CommitMode, transaction  # noqa: E402
@@ -89,6 +95,7 @@ from flows.flow.naming import artifact_key, flow_run_name, run_tags  # noqa: E40
 from flows.flow.parameters import MatrixParameters, bounded, flow_args_doc, flow_signature  # noqa: E402
 from flows.flow.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
 from flows.flow.row_subflow import RowSubflow, RowSubflows  # noqa: E402
+from flows.flow.stored_parameters import install, not_given  # noqa: E402
 from flows.server.abandoned import mark_abandoned  # noqa: E402
 from flows.server.api_watch import ApiWatch  # noqa: E402
 from flows.server.lease_guard import LeaseGuard  # noqa: E402
@@ -140,6 +147,7 @@ class _LiveRun:
     # to the worker, and the recorder (its progress display) stays in this process.
     recorder: Recorder | None = None
     subflows: RowSubflows | None = None  # the rows' subflow runs (the default shape)
+    flow_run_id: str | None = None  # the run's flow run, once it exists: what its API must still know
 
 
 _LIVE: dict[str, _LiveRun] = {}
@@ -318,6 +326,7 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     launch = _launched()
     if launch is None:  # a deployment, a schedule or the UI: plan here, confined
         run_id = new_run_id()  # first: a refused run is named after it too, so a search by run id finds it
+        parameters = {**parameters, **_not_parameters(parameters)}
         try:
             launch = _deployed_launch(parameters, run_id)
         except ValidationFailed as exc:
@@ -330,6 +339,7 @@ def _matrix_flow(**parameters: Any) -> RunResult:
     tags = run_tags(launch.options, launch.plan.matrix, launch.tags)
     # Tags go on the flow run only: a tagged task run costs an API call for tag concurrency limits.
     tidying = _own_flow_run(flow_run_name(launch.run_id, launch.options.label), tags, launch.options.resume is not None)
+    _known_as(launch.run_id)
     store = store_for(launch.options)
     with InternalLog(store.run_dir(launch.run_id) / "prefect.log") as internal:
         # The rows' subflow runs end (their final states written) while the artifacts are published.
@@ -351,14 +361,28 @@ def _matrix_flow(**parameters: Any) -> RunResult:
 
 
 quiet_verdict_exits()  # a deployment's flow run process imports this module before it runs the flow
+install()  # so is this: Prefect binds the flow run's stored parameters after the import
 
 # The flow's parameters are MatrixParameters' fields, flat (Prefect reads them from the signature).
 _matrix_flow.__signature__ = flow_signature()  # type: ignore[attr-defined]
 _matrix_flow.__doc__ = (_matrix_flow.__doc__ or "") + flow_args_doc()
 
 
+def _not_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
+    """What the flow run's stored parameters hold besides the parameters the flow was given (``run_id``):
+    ``flows.flow.stored_parameters`` hands the flow only the keys it has."""
+    context = FlowRunContext.get()
+    return not_given(context.flow_run.parameters if context and context.flow_run else None, given)
+
+
 class _MatrixFlow(Flow[..., RunResult]):
-    """The matrix's flow. Its parameters are ``MatrixParameters``' fields, JSON values already."""
+    """The matrix's flow. Its parameters are ``MatrixParameters``' fields, JSON values already.
+
+    It checks a deployment run's stored parameters itself, all of them (``takes_stored_parameters``):
+    Prefect's own binding would crash the run on a key that is not a parameter, before the flow runs.
+    """
+
+    takes_stored_parameters = True
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         """The parameters as Prefect stores them. Prefect's own way imports FastAPI for its encoder,
@@ -434,6 +458,13 @@ def _own_flow_run(name: str, tags: list[str], resumes: bool) -> threading.Thread
     thread = threading.Thread(target=contextvars.copy_context().run, args=(tidy,), name="assay-tidy", daemon=True)
     thread.start()
     return thread
+
+
+def _known_as(run_id: str) -> None:
+    """Tell the command line's watch of the API which flow run the run is (``ApiWatch.follow``)."""
+    context, live = FlowRunContext.get(), _live_here(run_id)
+    if context is not None and context.flow_run is not None and live is not None:
+        live.flow_run_id = str(context.flow_run.id)
 
 
 def _mark_abandoned_runs(flow_run: FlowRun, resumed: str | None, pooled: bool) -> None:
@@ -675,12 +706,15 @@ def run_with_prefect(
     # The caller's context (e.g. its Prefect settings) goes with the flow: a new thread starts without it.
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
-    watch = ApiWatch(backend.api_url) if backend is not None and backend.api_url else None
+    api_url = backend.api_url if backend is not None else None
+    watch = ApiWatch(api_url, headers=_client_headers()) if api_url else None
     # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
     # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
     # who joins it later (an in-process caller after a second interrupt) would not wait for it.
     try:
         while not finished.wait(timeout=0.2):
+            if watch is not None and live.flow_run_id is not None:
+                watch.follow(live.flow_run_id)
             lost = watch.lost() if watch is not None else None
             if lost is not None:
                 return _closed_without_api(launch, lost, live)
@@ -691,15 +725,41 @@ def run_with_prefect(
             _close_here(launch, RunStop("cancelled", "interrupted: every sample was killed at once"))
         raise
     if "error" in outcome:
+        # The API went away (or another server took its place) under the flow of an open run: close it
+        # from its evidence, or keep what it recorded. (A run that never opened says what failed, below.)
+        gone = _gone(watch, live) if live.recorder is not None else None
+        if gone is not None:
+            return _closed_without_api(launch, gone, live)
         failure = api_failure(outcome["error"], backend)
         closed = live.recorder.wait_closed(timeout=0) if failure is not None and live.recorder is not None else None
         if closed is not None:  # the API failed after run.json was written: that is the run's answer
             return _recorded_without_api(launch, str(failure), closed)
         raise failure or outcome["error"]
     run = cast(RunResult, outcome["run"])
-    gone = watch.gone_now() if watch is not None else None
+    gone = _gone(watch, live)
     # The flow returned, but its last states, logs and artifacts may not have reached a gone API.
     return _recorded_without_api(launch, gone, run) if gone is not None else run
+
+
+def _gone(watch: ApiWatch | None, live: _LiveRun) -> str | None:
+    """Why the run's API is not there now (gone, or no longer the server of its flow run), or None."""
+    if watch is None:
+        return None
+    if live.flow_run_id is not None:
+        watch.follow(live.flow_run_id)
+    return watch.gone_now()
+
+
+def _client_headers() -> dict[str, str]:
+    """The headers Prefect's client sends the run's API that say who asks: the Authorization of its auth
+    string (else of its key), then its custom headers, which Prefect's client lets override it."""
+    auth_string, key = PREFECT_API_AUTH_STRING.value(), PREFECT_API_KEY.value()
+    headers: dict[str, str] = {}
+    if auth_string:
+        headers["Authorization"] = "Basic " + base64.b64encode(auth_string.encode()).decode()
+    elif key:
+        headers["Authorization"] = f"Bearer {key}"
+    return {**headers, **{str(k): str(v) for k, v in get_current_settings().client.custom_headers.items()}}
 
 
 def _closed_without_api(launch: Launch, lost: str, live: _LiveRun) -> RunResult:
@@ -776,6 +836,8 @@ def api_failure(exc: BaseException, backend: Backend | None) -> ServerError | No
     if isinstance(exc, RuntimeError) and str(exc).startswith(_UNREACHABLE):  # Prefect's check as a flow starts
         cause = exc.__cause__
         return _lost(where, type(cause).__name__ if cause else "no answer", str(cause or exc))
+    if isinstance(exc, ObjectNotFound):  # a 404 for the run's own objects: not the server they live on
+        return _lost(where, "HTTP 404", str(exc) or "an object of this run is unknown there")
     if isinstance(exc, httpx.TransportError | PrefectHTTPStatusError):
         status = f"HTTP {exc.response.status_code}" if isinstance(exc, PrefectHTTPStatusError) else type(exc).__name__
         return _lost(where, status, str(exc))

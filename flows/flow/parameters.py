@@ -9,6 +9,7 @@ or write outside the state folder), and a flow run always runs on Prefect.
 from __future__ import annotations
 
 import inspect
+import unicodedata
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -24,7 +25,45 @@ MAX_NAME_CHARS = 200  # a label, tag, glob, property name, limit or budget
 MAX_PATH_CHARS = 4096  # Linux's PATH_MAX
 MAX_PART_BYTES = 255  # one component of a path (the file system's NAME_MAX)
 MAX_ITEMS = 100  # entries of a list parameter
-_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no NUL, newline or other control character: one line, one file name
+# What a name or path may not hold, so that it reads as one line of what it says in a run name, a tag,
+# a log line or a terminal: a control character (C0, DEL, C1: a NUL, a newline, U+0085, the CSI U+009B),
+# a line or paragraph separator, or an invisible format character (bidi overrides and isolates, marks,
+# zero-width characters, ...). The schema's pattern lists the Basic Multilingual Plane's, as escapes
+# every engine reading it understands (the server's Python re, pydantic's Rust regex, the UI's
+# JavaScript); ``_shown_as_is`` refuses every one the Unicode database knows, the planes above too.
+_REFUSED_RANGES = (
+    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),
+    (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
+    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
+)  # fmt: skip
+_REFUSED = {  # by Unicode category: what each is called in a refusal
+    "Cc": "a control character",
+    "Zl": "a line or paragraph separator",
+    "Zp": "a line or paragraph separator",
+    "Cf": "an invisible format character",
+}
+_REFUSED_CLASS = "".join(f"\\u{low:04x}" + (f"-\\u{high:04x}" if high > low else "") for low, high in _REFUSED_RANGES)
+_ONE_VISIBLE_LINE = f"^[^{_REFUSED_CLASS}]*$"
+
+
+def _not_shown(char: str) -> bool:
+    """Whether a name or path may not hold ``char``: its Unicode category is one of ``_REFUSED``'s."""
+    return unicodedata.category(char) in _REFUSED
+
+
+def _shown_as_is(value: str) -> str:
+    """``value`` when it holds no control, separator or invisible format character (the pattern's
+    check, extended to every plane: the tag characters U+E0000-E007F are invisible too)."""
+    found = next((char for char in value if _not_shown(char)), None)
+    if found is not None:
+        raise ValueError(_refused_char(found))
+    return value
+
+
+def _refused_char(char: str) -> str:
+    """Why ``char`` is refused, naming it by code point (never the character itself: it would act)."""
+    name = unicodedata.name(char, "")
+    return f"{_REFUSED[unicodedata.category(char)]} (U+{ord(char):04X}{' ' + name if name else ''}) is not allowed here"
 
 
 def _path_parts(value: str) -> str:
@@ -35,9 +74,16 @@ def _path_parts(value: str) -> str:
     return value
 
 
-Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=_PRINTABLE)]
+Text = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=_ONE_VISIBLE_LINE),
+    AfterValidator(_shown_as_is),
+]
 PathText = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS, pattern=_PRINTABLE), AfterValidator(_path_parts)
+    str,
+    StringConstraints(min_length=1, max_length=MAX_PATH_CHARS, pattern=_ONE_VISIBLE_LINE),
+    AfterValidator(_shown_as_is),
+    AfterValidator(_path_parts),
 ]
 
 
@@ -144,7 +190,15 @@ class MatrixParameters(BaseModel):
 
     @classmethod
     def from_options(cls, options: RunOptions, tags: tuple[str, ...] = ()) -> MatrixParameters:
-        """The parameters that describe a command-line run (what the UI shows for it)."""
+        """The parameters that describe a command-line run (what the UI shows for it); ParameterError
+        names the option of every value a flow run could not take (a control character in ``--label``)."""
+        try:
+            return cls._of_options(options, tags)
+        except ValidationError as exc:
+            raise ParameterError(f"invalid options for a Prefect run: {describe_errors(exc, _RUN_OPTIONS)}") from None
+
+    @classmethod
+    def _of_options(cls, options: RunOptions, tags: tuple[str, ...]) -> MatrixParameters:
         return cls(
             paths=list(options.paths), out=options.out, repeat=options.repeat, k=options.k,
             group_by=list(options.group_by), filter=list(options.filter), parallel=options.parallel,
@@ -165,11 +219,23 @@ class MatrixParameters(BaseModel):
         )  # fmt: skip
 
 
-def describe_errors(exc: ValidationError) -> str:
-    """``field: what is wrong (got VALUE)`` for every error, joined on one line."""
+# The ``assay run`` option that sets each field a command-line run could get wrong.
+_RUN_OPTIONS = {
+    "paths": "PATH", "out": "--out", "label": "--label", "tags": "--tag", "filter": "--filter",
+    "group_by": "--group-by", "limit": "--limit", "budget": "--budget", "baseline": "--baseline",
+    "sample_budget": "--sample-budget",
+}  # fmt: skip
+
+
+def describe_errors(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """``field: what is wrong (got VALUE)`` for every error, joined on one line; ``names`` gives a
+    field the name its user knows it by (``--label``)."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "parameters"
+        loc = [str(p) for p in error["loc"]]
+        if names and loc and loc[0] in names:  # an option names itself: its value is quoted, not its index
+            loc = [names[loc[0]]]
+        where = _named(".".join(loc)) or "parameters"
         if error["type"] == "extra_forbidden":
             known = ", ".join(MatrixParameters.model_fields)
             parts.append(f"{where}: not a parameter of assay-matrix (known: {known})")
@@ -180,10 +246,19 @@ def describe_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _named(where: str) -> str:
+    """A field's name as a refusal may print it: a key a custom run made up (``run_id``) is quoted, cut and
+    escaped like a value when it is long or holds a character that would act instead of show."""
+    if len(where) > QUOTED_CHARS or any(_not_shown(char) for char in where):
+        return quoted(where)
+    return where
+
+
 def _message(error: Mapping[str, Any]) -> str:
     """Pydantic's message, without the pattern it quotes (a regex tells nobody what to change)."""
     if error["type"] == "string_pattern_mismatch":
-        return "a control character (a NUL byte, a newline, ...) is not allowed here"
+        found = next((char for char in str(error["input"]) if _not_shown(char)), None)
+        return _refused_char(found) if found is not None else "a control or invisible character is not allowed here"
     return str(error["msg"]).removeprefix("Value error, ")
 
 

@@ -422,7 +422,7 @@ def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path)
             {"out": "s" * 300, "filter": ["a\x00"], "label": "L" * 100_000, "tags": ["T" * 300_000]},
             (
                 "out: a path component is longer than 255 bytes (a file name's limit) (got 'sss",
-                "filter.0: a control character (a NUL byte, a newline, ...) is not allowed here (got 'a\\x00')",
+                "filter.0: a control character (U+0000) is not allowed here (got 'a\\x00')",
                 "label: String should have at most 200 characters (got 'LLL",
                 "tags.0: String should have at most 200 characters (got 'TTT",
             ),

@@ -368,23 +368,108 @@ def described(pids: list[int]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("entry", ["python -m flows.run", "assay"])
-def test_a_signal_during_start_up_exits_2_with_one_line(entry: str, tmp_path: Path) -> None:
+STARTING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+START_UP_DELAYS_MS = (0, 1, 2, 3, 5, 8, 12, 20, 30, 50, 80, 120, 200, 300, 500, 800)
+
+
+def start_up_command(entry: str, folder: Path) -> list[str]:
+    """``validate`` of an empty folder (what every command imports, then one line of its own) by ``entry``:
+    the venv's ``assay`` script when there is one, else its code."""
+    script = Path(sys.executable).parent / "assay"
+    if entry == "python -m flows.run":
+        return [sys.executable, "-m", "flows.run", "validate", str(folder)]
+    if script.exists():
+        return [str(script), "validate", str(folder)]
     code = "import sys; sys.argv[0] = 'assay'; from flows.cli.launch import cli; cli()"
-    command = [sys.executable, "-m", "flows.run"] if entry != "assay" else [sys.executable, "-c", code]
+    return [sys.executable, "-c", code, "validate", str(folder)]
+
+
+def start(command: list[str], blocked: bool) -> subprocess.Popen[str]:
+    """Start ``command`` with SIGINT, SIGTERM and SIGHUP at their default actions (a test runner started in
+    the background, or under nohup, ignores some, and an ignored signal is discarded); with ``blocked``,
+    blocked as it execs (as ``env --block-signal=INT,TERM,HUP`` would block them, without env's own start
+    before it does). The child takes both from this thread; a signal to this process meanwhile waits."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    process = subprocess.Popen([*command, "validate", str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
-    for _ in range(2500):  # until the start-up guard holds SIGTERM (Python alone never catches it)
-        with contextlib.suppress(OSError):
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STARTING)
+    handlers = {signum: signal.signal(signum, signal.SIG_DFL) for signum in STARTING}
+    try:
+        if not blocked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@pytest.mark.parametrize("entry", ["python -m flows.run", "assay"])
+def test_an_interrupt_at_any_moment_of_start_up_exits_2_with_one_line(entry: str, tmp_path: Path) -> None:
+    """From 0 ms after its exec on, whichever signal: exit 2, one line, no traceback. The signals are
+    blocked as it starts: before assay's first module no code of assay's can catch a signal (the
+    interpreter starts and runs site; ``bench/start_up_signals.py`` measures how long), so whoever must
+    never see another exit code blocks them, and assay's first line unblocks them with its handlers in place."""
+    command = start_up_command(entry, tmp_path)
+    seen = []
+    for number, delay_ms in enumerate(START_UP_DELAYS_MS):
+        signum = STARTING[number % len(STARTING)]
+        process = start(command, blocked=True)
+        time.sleep(delay_ms / 1000)
+        ended_by_itself = process.poll() is not None  # a fast machine: the command was done by then
+        err = interrupt(process, signum)
+        assert process.returncode == 2, (delay_ms, signum.name, process.returncode, err)
+        (line,) = error_lines(err)
+        interrupted = line.startswith(f"error: interrupted by {signum.name} ")
+        assert interrupted or ended_by_itself or line.startswith("error: no fixture files"), (delay_ms, line)
+        seen.append(interrupted)
+    assert seen[0] and seen[1], "a signal in the first milliseconds is held until assay handles it"
+
+
+@pytest.mark.parametrize("entry", ["python -m flows.run", "assay"])
+@pytest.mark.parametrize("signum", STARTING, ids=[s.name for s in STARTING])
+def test_a_signal_once_assays_first_module_runs_exits_2_with_one_line(
+    entry: str, signum: signal.Signals, tmp_path: Path
+) -> None:
+    """Not blocked: from the moment assay's first module holds the signals, through the slow imports."""
+    process = start(start_up_command(entry, tmp_path), blocked=False)
+    for _ in range(5000):  # until the start-up guard holds SIGTERM (Python alone never catches it)
+        with contextlib.suppress(OSError, StopIteration):
             status = Path(f"/proc/{process.pid}/status").read_text()
             caught = int(next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1], 16)
             if caught & (1 << (signal.SIGTERM - 1)):
                 break
-        time.sleep(0.002)
-    err = interrupt(process, signal.SIGINT)
+        time.sleep(0.001)
+    err = interrupt(process, signum)
     assert process.returncode == 2, err
     (line,) = error_lines(err)
-    assert line.startswith("error: interrupted by SIGINT")
+    assert line.startswith(f"error: interrupted by {signum.name}")
+
+
+def _status_bit(pid: int, field: str, signum: int) -> bool:
+    """Whether ``signum`` is in the ``field`` set (SigBlk, SigCgt) of ``/proc/PID/status``."""
+    with contextlib.suppress(OSError, StopIteration):
+        status = Path(f"/proc/{pid}/status").read_text()
+        return bool(
+            int(next(x for x in status.splitlines() if x.startswith(f"{field}:")).split()[1], 16) & (1 << (signum - 1))
+        )
+    return False
+
+
+@pytest.mark.parametrize("entry", ["python -m flows.run", "assay"])
+@pytest.mark.parametrize("signum", STARTING, ids=[s.name for s in STARTING])
+def test_a_signal_env_blocks_at_start_waits_for_assay_and_exits_2_with_one_line(
+    entry: str, signum: signal.Signals, tmp_path: Path
+) -> None:
+    """The README's way to close the interpreter's start-up window: ``env --block-signal=INT,TERM,HUP``. A
+    signal sent once env has blocked it (before Python starts, or while it imports) waits for assay."""
+    process = start(["env", "--block-signal=INT,TERM,HUP", *start_up_command(entry, tmp_path)], blocked=False)
+    for _ in range(5000):  # until env has blocked it (or assay's first module already holds it)
+        if _status_bit(process.pid, "SigBlk", signum) or _status_bit(process.pid, "SigCgt", signum):
+            break
+        time.sleep(0.001)
+    err = interrupt(process, signum)
+    assert process.returncode == 2, err
+    (line,) = error_lines(err)
+    assert line.startswith(f"error: interrupted by {signum.name} ") and line.endswith("nothing ran"), line
 
 
 def test_concurrent_runs_in_one_state_folder_each_keep_their_run(tmp_path: Path, marker: str) -> None:

@@ -121,13 +121,13 @@ def test_the_forms_bounds_are_those_of_run_options_check(field: str, edge: float
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"paths": ["a\x00.md"]}, "paths.0: a control character (a NUL byte, a newline, ...) is not allowed here"),
+        ({"paths": ["a\x00.md"]}, "paths.0: a control character (U+0000) is not allowed here"),
         ({"paths": ["x" * 300 + ".md"]}, "paths.0: a path component is longer than 255 bytes (a file name's limit)"),
         ({"paths": ["a.md"], "out": "/" + "d/" * 3000}, "out: String should have at most 4096 characters"),
         ({"paths": ["a.md"], "label": "L" * 100_000}, "label: String should have at most 200 characters"),
         ({"paths": ["a.md"], "tags": ["T" * 300_000]}, "tags.0: String should have at most 200 characters"),
         ({"paths": ["a.md"], "tags": ["t"] * 101}, "tags: List should have at most 100 items after validation"),
-        ({"paths": ["a.md"], "label": "two\nlines"}, "label: a control character"),
+        ({"paths": ["a.md"], "label": "two\nlines"}, "label: a control character (U+000A) is not allowed here"),
         ({"paths": ["a.md"], "concurrency": 10**6}, "concurrency: Input should be less than or equal to 1000"),
     ],
     ids=["nul", "long-component", "long-path", "100kb-label", "300kb-tag", "many-tags", "newline", "concurrency"],
@@ -160,3 +160,73 @@ def test_the_forms_upper_bounds_are_those_of_run_options_check(field: str, beyon
         MatrixParameters.parse({"paths": ["a.md"], field: beyond})
     with pytest.raises(UsageError):
         replace(RunOptions(paths=("a.md",)), **{field: beyond}).check()
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("nightly\u0085eu", "a control character (U+0085) is not allowed here"),  # NEL: a newline to splitlines
+        ("\u009b2Jnightly", "a control character (U+009B) is not allowed here"),  # CSI: an escape sequence
+        ("nightly\u202egpj.md", "an invisible format character (U+202E RIGHT-TO-LEFT OVERRIDE) is not allowed here"),
+        ("a\u202ab", "an invisible format character (U+202A LEFT-TO-RIGHT EMBEDDING) is not allowed here"),
+        ("a\u2066b\u2069", "an invisible format character (U+2066 LEFT-TO-RIGHT ISOLATE) is not allowed here"),
+        ("a\u2069", "an invisible format character (U+2069 POP DIRECTIONAL ISOLATE) is not allowed here"),
+        ("a\u200fb", "an invisible format character (U+200F RIGHT-TO-LEFT MARK) is not allowed here"),
+        ("a\u061cb", "an invisible format character (U+061C ARABIC LETTER MARK) is not allowed here"),
+        ("night\u200bly", "an invisible format character (U+200B ZERO WIDTH SPACE) is not allowed here"),
+        ("a\ufeff", "an invisible format character (U+FEFF ZERO WIDTH NO-BREAK SPACE) is not allowed here"),
+        ("a\u2028b", "a line or paragraph separator (U+2028 LINE SEPARATOR) is not allowed here"),
+        ("a\U000e0041", "an invisible format character (U+E0041 TAG LATIN CAPITAL LETTER A) is not allowed here"),
+    ],
+    ids=["c1-nel", "c1-csi", "rlo", "lre", "lri", "pdi", "rlm", "alm", "zwsp", "bom", "line-separator", "tag-char"],
+)
+@pytest.mark.parametrize("field", ["label", "tags", "paths", "out", "filter", "baseline"])
+def test_c1_controls_bidi_controls_and_invisible_characters_are_refused_in_one_line_naming_them(
+    value: str, named: str, field: str
+) -> None:
+    """What would reach a run name, a tag, a log line or a terminal and act there instead of showing:
+    refused naming the field and the character by code point, and quoted escaped, never as itself."""
+    from flows.flow.parameters import _not_shown
+
+    listed = field in ("tags", "paths", "filter")
+    values = {"paths": ["a.md"], field: [value] if listed else value}
+    with pytest.raises(ParameterError) as raised:
+        MatrixParameters.parse(values)
+    text = str(raised.value)
+    assert f"{field}{'.0' if listed else ''}: {named} (got {value!r})" in text, text
+    assert not any(_not_shown(char) for char in text), "the refusal never holds the character itself"
+    assert len(text.splitlines()) == 1
+
+
+def test_every_control_separator_and_format_character_is_refused_by_the_flow_and_the_bmps_by_the_schema() -> None:
+    """The flow refuses every character of the categories Cc, Cf, Zl and Zp that this Python's Unicode
+    database knows; the schema's pattern (what the server checks a custom run against, with Python's re)
+    lists the same ones of the Basic Multilingual Plane, and no other."""
+    import re
+    import unicodedata
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from flows.flow.parameters import _ONE_VISIBLE_LINE, Text
+
+    refused = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp")}
+    pattern = re.compile(_ONE_VISIBLE_LINE)
+    bmp = {chr(c) for c in range(0x10000) if c < 0xD800 or c > 0xDFFF}
+    assert {char for char in bmp if not pattern.search(f"a{char}b")} == refused & bmp
+    text = TypeAdapter(Text)
+    for char in sorted(refused):
+        with pytest.raises(ValidationError):
+            text.validate_python(f"a{char}b")
+    for kept in ("é", "日本", "🚀", "a b", "a\u00a0b", "a\u0301"):  # letters, an emoji, spaces, a combining mark
+        assert text.validate_python(kept) == kept
+
+
+def test_a_command_line_run_whose_options_a_flow_run_could_not_take_is_one_line_naming_the_options() -> None:
+    """``assay run --label ... --tag ...`` on Prefect: the label and tags become the flow run's name and tags."""
+    options = RunOptions(paths=("a.md",), label="a\u202eb")
+    with pytest.raises(ParameterError) as raised:
+        MatrixParameters.from_options(options, ("x\u0085",))
+    assert str(raised.value) == (
+        "invalid options for a Prefect run: --label: an invisible format character (U+202E RIGHT-TO-LEFT OVERRIDE)"
+        " is not allowed here (got 'a\\u202eb'); --tag: a control character (U+0085) is not allowed here (got 'x\\x85')"
+    )
