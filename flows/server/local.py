@@ -415,7 +415,7 @@ def _start(home: Path, port: int | None, say: Say, host: str = HOST) -> LocalSer
         env.setdefault("PREFECT_UI_API_URL", listening.public_api_url)
     for key, value in RECORDING.items():  # unless the user's environment says otherwise
         env.setdefault(key, value)
-    watcher = supervisor.start(home, server_command(host, chosen, env), env, f"{listening.api_url}/health")
+    watcher = supervisor.start(home, server_command(host, chosen, env), env, listening.api_url)
     deadline = time.monotonic() + _SPAWN_WAIT_S
     while time.monotonic() < deadline:
         server = find(home)

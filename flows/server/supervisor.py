@@ -18,17 +18,22 @@ So assay starts the server under this small process (standard library only, abou
 - a server stopped by SIGTERM or SIGINT (as ``prefect server stop``, ``assay server stop`` and ``kill PID``
   stop it: uvicorn shuts down, then ends by that signal) or that exited with status 0, or whose PID file no
   longer names it, was stopped on purpose: not restarted;
-- a server that exits before it ever answered (its port taken, its database down at the first start) is
-  not restarted either: the command that started it reports that, with the log's last line;
+- a server that exits before it ever answered as this home's server (its port taken, its database down at
+  the first start) is not restarted either: the command that started it reports that, with the log's last
+  line. "Answered" is the server on its port reporting this home (``/api/admin/settings``, with the home's
+  API secret when it has one), as ``flows.server.local`` proves it: another home's server that won the port
+  answers health checks too;
 - SIGTERM stops the server (SIGKILL after 20 s), then the supervisor.
 
-    python -m flows.server.supervisor HOME HEALTH_URL MAX_LOG_BYTES -- COMMAND...
+    python -m flows.server.supervisor HOME API_URL MAX_LOG_BYTES -- COMMAND...
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
+import json
 import os
 import signal
 import subprocess
@@ -58,19 +63,18 @@ def log_of(home: Path, max_bytes: int = LOG_MAX_BYTES) -> RotatedLog:
     return RotatedLog(home / LOG_FILE, max_bytes, LOG_GENERATIONS)
 
 
-def start(
-    home: Path, command: list[str], env: dict[str, str], health_url: str, max_log_bytes: int = LOG_MAX_BYTES
-) -> int:
-    """Start the supervisor of ``command`` (the server) for ``home``, detached; its pid.
+def start(home: Path, command: list[str], env: dict[str, str], api_url: str, max_log_bytes: int = LOG_MAX_BYTES) -> int:
+    """Start the supervisor of ``command`` (the server of ``home``, at ``api_url``), detached; its pid.
 
-    Its own errors (a traceback, should it ever fail) go to the log as well.
+    Its own errors (a traceback, should it ever fail) go to the log as well. The server's API secret, if
+    any, is ``env``'s ``PREFECT_SERVER_API_AUTH_STRING``.
     """
     log = log_of(home, max_log_bytes)
     log.note(f"starting the Prefect server: {' '.join(command)}")
     descriptor = log.open_append()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", _MODULE, str(home), health_url, str(max_log_bytes), "--", *command],
+            [sys.executable, "-m", _MODULE, str(home), api_url, str(max_log_bytes), "--", *command],
             cwd=Path(__file__).resolve().parents[2],  # where ``flows`` is importable from
             env=env,
             stdin=subprocess.DEVNULL,
@@ -144,7 +148,7 @@ class _Stop:
         return self._asked.wait(seconds)
 
 
-def supervise(home: Path, health_url: str, command: list[str], log: RotatedLog) -> int:
+def supervise(home: Path, api_url: str, command: list[str], log: RotatedLog) -> int:
     """Run the server until asked to stop or it stops on purpose (0), or it never started (1)."""
     stopping = _Stop()
     answered_ever = False
@@ -159,7 +163,7 @@ def supervise(home: Path, health_url: str, command: list[str], log: RotatedLog) 
         _write_atomically(home / SERVER_PID_FILE, str(child.pid))
         log.note(f"the Prefect server runs: pid {child.pid}")
         started = time.monotonic()
-        answered = _watch(child, health_url, log, stopping)
+        answered = _watch(child, home, api_url, log, stopping)
         answered_ever = answered_ever or answered
         how = describe_exit(child.returncode)
         if stopping.asked:
@@ -194,8 +198,8 @@ def _spawn(command: list[str], home: Path, log: RotatedLog) -> subprocess.Popen[
         os.close(descriptor)
 
 
-def _watch(child: subprocess.Popen[bytes], health_url: str, log: RotatedLog, stopping: _Stop) -> bool:
-    """Wait for the server to exit, keeping the log bounded; True when it answered its health check meanwhile.
+def _watch(child: subprocess.Popen[bytes], home: Path, api_url: str, log: RotatedLog, stopping: _Stop) -> bool:
+    """Wait for the server to exit, keeping the log bounded; True when it answered as ``home``'s meanwhile.
     Asked to stop, it gets SIGTERM (from the signal handler) and SIGKILL after ``STOP_GRACE_S``."""
     answered = False
     started = time.monotonic()
@@ -204,10 +208,10 @@ def _watch(child: subprocess.Popen[bytes], health_url: str, log: RotatedLog, sto
             child.wait(timeout=_LOOK_EVERY_S)
         if child.returncode is not None:
             return answered
-        if not answered and _healthy(health_url):
+        if not answered and _serves(home, api_url):
             answered = True
             took = time.monotonic() - started
-            log.note(f"the Prefect server (pid {child.pid}) answers on {health_url} after {took:.0f} s")
+            log.note(f"the Prefect server (pid {child.pid}) answers on {api_url} after {took:.0f} s")
         log.rotate_if_full()
         stopping.terminate_child()  # asked between its start and its being known to the signal handler
         if stopping.asked_at is not None and time.monotonic() - stopping.asked_at > STOP_GRACE_S:
@@ -216,17 +220,24 @@ def _watch(child: subprocess.Popen[bytes], health_url: str, log: RotatedLog, sto
                 child.kill()
 
 
-def _healthy(url: str) -> bool:
-    """Whether the server answers its health check (which Prefect never puts behind authentication)."""
-    parts = urllib.parse.urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=2.0)
+def _serves(home: Path, api_url: str) -> bool:
+    """Whether the server on ``api_url`` answers as ``home``'s (its settings name that home)."""
+    parts = urllib.parse.urlsplit(api_url)
+    headers = {"Accept": "application/json"}
+    secret = os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
+    if secret:
+        headers["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=5.0)
     try:
-        connection.request("GET", parts.path or "/")
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
+        connection.request("GET", f"{parts.path.rstrip('/')}/admin/settings", headers=headers)
+        answer = connection.getresponse()
+        settings = json.loads(answer.read()) if answer.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError):
         return False
     finally:
         connection.close()
+    reported = settings.get("home") if isinstance(settings, dict) else None
+    return isinstance(reported, str) and Path(reported).expanduser().resolve() == home.resolve()
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -276,10 +287,10 @@ def _write_atomically(path: Path, text: str) -> None:
 def main(argv: list[str]) -> int:
     """``HOME HEALTH_URL MAX_LOG_BYTES -- COMMAND...``; the supervisor's PID file goes with this process."""
     split = argv.index("--")
-    home, health_url, max_bytes = Path(argv[0]), argv[1], int(argv[2])
+    home, api_url, max_bytes = Path(argv[0]), argv[1], int(argv[2])
     command = argv[split + 1 :]
     try:
-        return supervise(home, health_url, command, log_of(home, max_bytes))
+        return supervise(home, api_url, command, log_of(home, max_bytes))
     finally:
         with contextlib.suppress(OSError):
             if (home / PID_FILE).read_text().strip() == str(os.getpid()):

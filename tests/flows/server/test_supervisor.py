@@ -1,4 +1,4 @@
-"""The supervisor with a stand-in server: a small HTTP server that answers the health check like Prefect's.
+"""The supervisor with a stand-in server: a small HTTP server that answers like Prefect's (its settings name its home).
 
 Real processes, real signals and a real log on disk; seconds, not the minute a Prefect server costs
 (tests/integration/test_server_supervisor.py does the same to Prefect's own server).
@@ -23,13 +23,18 @@ from tests.polling import wait_until
 from tests.processes import gone_soon
 
 STAND_IN = r"""
-import http.server, os, sys, threading, time
+import http.server, json, os, sys, threading, time
 port, chatty = int(sys.argv[1]), sys.argv[2] == "chatty"
+if sys.argv[2] == "slow":
+    time.sleep(3)  # as Prefect's app starts up (seconds) before uvicorn binds its port
 
 class Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200 if self.path == "/api/health" else 404)
+        answers = {"/api/health": True, "/api/admin/settings": {"home": os.getcwd()}}  # started in its home
+        self.send_response(200 if self.path in answers else 404)
         self.end_headers()
+        if self.path in answers:
+            self.wfile.write(json.dumps(answers[self.path]).encode())
 
     def log_message(self, *args):
         pass
@@ -64,8 +69,7 @@ def start(home: Path, code: str, *args: str, max_log_bytes: int = supervisor.LOG
     """Supervise the stand-in on a free port; (supervisor pid, port)."""
     port = free_port()
     command = [sys.executable, "-c", code, str(port), *args]
-    health = f"http://127.0.0.1:{port}/api/health"
-    return supervisor.start(home, command, dict(os.environ), health, max_log_bytes), port
+    return supervisor.start(home, command, dict(os.environ), f"http://127.0.0.1:{port}/api", max_log_bytes), port
 
 
 def server_pid(home: Path) -> int | None:
@@ -132,6 +136,28 @@ def test_a_server_that_never_answered_is_not_restarted_and_its_last_words_are_ke
     assert supervisor.log_of(home).last_output_line() == "cannot bind: address already in use"
     assert not (home / supervisor.SERVER_PID_FILE).exists()
     assert gone_soon(watcher)
+
+
+def test_another_homes_server_answering_on_the_port_is_not_taken_for_this_one(home: Path, tmp_path: Path) -> None:
+    """Two homes' servers started on one port: the loser cannot bind it, and the winner answers health checks
+    there; the loser's supervisor must see that its own server never answered, and give up (its starter then
+    tries another port)."""
+    port = free_port()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    winner = subprocess.Popen([sys.executable, "-c", STAND_IN, str(port), "quiet"], cwd=elsewhere,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert winner.stdout is not None and winner.stdout.readline().startswith("stand-in server")
+        command = [sys.executable, "-c", STAND_IN, str(port), "slow"]
+        supervisor.start(home, command, dict(os.environ), f"http://127.0.0.1:{port}/api")
+        wait_until(lambda: supervisor.supervisor_pid(home) is None, "the supervisor gives up")
+    finally:
+        winner.kill()
+        winner.wait()
+    said = log_text(home)
+    assert said.count("the Prefect server runs: pid") == 1 and "exited while starting (exit status 1)" in said
+    assert "Address already in use" in said and " answers on " not in said
 
 
 def test_the_server_outlives_a_killed_supervisor_and_its_output_still_reaches_the_log(home: Path) -> None:
