@@ -422,11 +422,17 @@ def _start(home: Path, port: int | None, say: Say, host: str = HOST) -> LocalSer
         if server is not None:
             start_companion(home)
             return server
-        if supervisor.supervisor_pid(home) != watcher:
+        if not _lives(watcher):  # not its argv: it may not have exec'd yet, a moment after its start
             break  # it gave up: its server could not even start
         time.sleep(0.02)
     failed = _PortTaken if not port_is_free(chosen, host) else ServerError
     raise failed(f"could not start a local Prefect server on {host}:{chosen}: {_log_says(home)}")
+
+
+def _lives(pid: int) -> bool:
+    """Whether a process runs (a zombie, waiting for its parent to read its status, does not)."""
+    found = procfs.stat(pid)
+    return found is not None and not found.zombie
 
 
 def server_command(host: str, port: int, env: dict[str, str]) -> list[str]:
