@@ -421,6 +421,21 @@ def test_nightly_refuses_bad_options_in_one_line(args: list[str], expected: str,
     assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_nightly_says_in_one_line_when_the_server_wants_credentials(postgres_api: Postgres, tmp_path: Path) -> None:
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    env = prefect_env(postgres_api.api_url, tmp_path / "home")
+    env.pop("PREFECT_API_AUTH_STRING")
+    done = subprocess.run(
+        [sys.executable, str(NIGHTLY), str(fixture)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: the Prefect API at {postgres_api.api_url} (PREFECT_API_URL) requires credentials (HTTP 401): set "
+        "PREFECT_API_AUTH_STRING to its secret (`python deployments/postgres_server.py start` prints how)\n"
+    )
+
+
 def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path) -> None:
     from flows.server.local import free_port
 
@@ -582,6 +597,13 @@ def test_the_team_server_is_safe_by_default_and_outlives_the_requests_that_ended
     secret = secret_path(home)
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600, "the secret is its owner's only"
     assert stat.S_IMODE((home / "profiles.toml").stat().st_mode) == 0o600, "the profile pins the secret too"
+    pinned = subprocess.run(  # so Prefect's own `prefect server start` of that home requires it as well
+        [sys.executable, "-c", "from prefect.settings import get_current_settings as s; "
+         "print(s().server.api.auth_string.get_secret_value())"],
+        env={**prefect_env(postgres_api.api_url, home), "PREFECT_HOME": str(home)}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert pinned.stdout.strip() == postgres_api.auth_string, pinned.stderr
     server = local.find(home)
     assert server is not None and listening_addresses(server.port) == {"127.0.0.1"}
     # How a worker on another machine gets the credentials, as start printed it.

@@ -8,6 +8,7 @@ Each test starts a server of its own on a copy of the session server's database 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -16,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prefect.client.orchestration import get_client
@@ -27,6 +29,7 @@ from flows.server import local as server
 from flows.server import supervisor
 from flows.server.credentials import read_secret, secret_path
 from flows.server.idle_stop import start_companion
+from tests.browser import Page, headless_chromium
 from tests.integration.conftest import REPO, SESSION_HOME, WIDE, run_cli
 from tests.integration.server_faults import create_one_limit_at_once, patch_parameters_with_nul
 from tests.polling import wait_until
@@ -55,6 +58,21 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     return {"PREFECT_HOME": str(home), **extra}
+
+
+def ui_shows(page: Page, url: str, what: str) -> str:
+    """Open the UI at ``url`` and wait until it shows ``what`` (a password field, or the dashboard); its path."""
+    page.load(url, {})
+    login = what == "a password field"
+    seen: list[Any] = []
+
+    def shown() -> bool:
+        expression = "[location.pathname, !!document.querySelector('input[type=password]')]"
+        seen[:] = page.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"]["value"]
+        return bool(seen[1]) if login else not seen[1] and "login" not in seen[0]
+
+    wait_until(shown, f"the UI shows {what}", within_s=60)
+    return str(seen[0])
 
 
 def test_the_local_server_outlives_the_requests_that_ended_it_and_comes_back_when_killed(home: Path) -> None:
@@ -110,6 +128,13 @@ def test_a_home_with_a_secret_requires_it_and_assays_own_clients_pass_it(home: P
         with get_client(sync_client=True) as client:
             client.read_flows(limit=1)
         assert create_one_limit_at_once(6) == [201, 409, 409, 409, 409, 409]
+
+    # The UI asks for a password, and the secret is that password (the UI keeps what is typed, base64, there).
+    with headless_chromium(tmp_path / "chromium") as page:
+        assert ui_shows(page, local.ui_url, "a password field") == "/v2/login"
+        typed = f"localStorage.setItem('prefect-password', btoa({json.dumps(secret)}))"
+        page.call("Runtime.evaluate", expression=typed)
+        assert ui_shows(page, local.ui_url, "the dashboard") == "/v2/dashboard"
 
     # A run on the home's server passes the secret: its flow run, its global concurrency limit, its lease guard.
     provider, marker = f"auth-{os.getpid()}", tmp_path / "started"
