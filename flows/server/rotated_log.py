@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 NOTE_MARK = " assay supervisor: "
-_TAIL_BYTES = 8192
+STARTED_NOTE = "the Prefect server runs: pid"  # the supervisor's note as it starts a server (flows.server.supervisor)
+_TAIL_BYTES = 16384
+_EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit)\b[^:]*: ")  # a traceback's last line
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,17 @@ class RotatedLog:
         os.replace(draft, self.generation(1))
 
     def last_output_line(self) -> str | None:
-        """The last line the server wrote (not one of the supervisor's notes), for a one-line error."""
+        """What the server said last (never one of the supervisor's notes), for a one-line error: since its
+        latest start, the last line of a traceback (``package.SomeError: message``) if it wrote one, else its
+        last line."""
         try:
             with open(self.path, "rb") as log:
                 log.seek(max(0, log.seek(0, os.SEEK_END) - _TAIL_BYTES))
-                tail = log.read().decode("utf-8", "replace")
+                tail = log.read().decode("utf-8", "replace").splitlines()
         except OSError:
             return None
-        lines = [line.strip() for line in tail.splitlines() if line.strip() and NOTE_MARK not in line]
-        return lines[-1] if lines else None
+        starts = [n for n, line in enumerate(tail) if NOTE_MARK in line and STARTED_NOTE in line]
+        lines = [line.strip() for line in tail[starts[-1] if starts else 0 :] if line.strip() and NOTE_MARK not in line]
+        raised = [line for line in lines if _EXCEPTION_LINE.match(line)]
+        said = raised or lines
+        return said[-1] if said else None

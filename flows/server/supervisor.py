@@ -44,7 +44,7 @@ import urllib.parse
 from pathlib import Path
 from types import FrameType
 
-from flows.server.rotated_log import RotatedLog
+from flows.server.rotated_log import STARTED_NOTE, RotatedLog
 
 SERVER_PID_FILE = "server.pid"  # Prefect's name for it (prefect.cli._server_utils.SERVER_PID_FILE_NAME)
 PID_FILE = "assay-server-supervisor.pid"
@@ -161,7 +161,7 @@ def supervise(home: Path, api_url: str, command: list[str], log: RotatedLog) -> 
             return 1
         stopping.child = child
         _write_atomically(home / SERVER_PID_FILE, str(child.pid))
-        log.note(f"the Prefect server runs: pid {child.pid}")
+        log.note(f"{STARTED_NOTE} {child.pid}")
         started = time.monotonic()
         answered = _watch(child, home, api_url, log, stopping)
         answered_ever = answered_ever or answered

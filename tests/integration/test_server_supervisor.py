@@ -7,7 +7,6 @@ Each test starts a server of its own on a copy of the session server's database 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -195,6 +194,35 @@ def test_a_home_with_a_secret_requires_it_and_assays_own_clients_pass_it(home: P
     status = run_cli(["server", "status"], cwd=tmp_path, env=cli_env(home))
     assert f", API authentication on (the secret: {secret_path(home)}), answering\n" in status.stdout
 
+    # deployments/nightly.py serves on the home's server with the secret, and so do the runs it starts.
+    served = subprocess.Popen(
+        [sys.executable, str(REPO / "deployments" / "nightly.py"), str(quick), "--name", "auth-serve",
+         "--out", str(tmp_path / "served")],
+        cwd=tmp_path, env={**env, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        with temporary_settings(updates=authenticated), get_client(sync_client=True) as client:
+            wait_until(lambda: served_deployment(client), "nightly.py serves its deployment", within_s=240)
+            deployment = client.read_deployment_by_name("assay-matrix/auth-serve")
+            flow_run = client.create_flow_run_from_deployment(deployment.id)
+
+            def ended() -> bool:
+                state = client.read_flow_run(flow_run.id).state
+                return state is not None and state.is_final()
+
+            wait_until(ended, "the served run ends", within_s=300)
+            finished = client.read_flow_run(flow_run.id).state
+            assert finished is not None and finished.name == "Completed", finished
+            client.delete_deployment(deployment.id)  # a home with deployments is never idle
+    finally:
+        os.killpg(served.pid, signal.SIGTERM)
+        try:
+            served.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(served.pid, signal.SIGKILL)
+            served.communicate()
+
     # The idle stop asks the server with the secret too: without it, every answer is 401, never "idle".
     companion = start_companion(home, {"ASSAY_SERVER_IDLE_MINUTES": "0.05"})
     assert companion is not None
@@ -202,7 +230,17 @@ def test_a_home_with_a_secret_requires_it_and_assays_own_clients_pass_it(home: P
     assert gone_soon(companion)
 
 
-def test_auth_cannot_be_switched_on_under_a_running_server(home: Path, tmp_path: Path) -> None:
+def served_deployment(client: Any) -> bool:
+    try:
+        client.read_deployment_by_name("assay-matrix/auth-serve")
+    except Exception:  # not yet registered
+        return False
+    return True
+
+
+def test_auth_cannot_be_switched_on_under_a_running_server_and_prefects_stop_is_a_stop(
+    home: Path, tmp_path: Path
+) -> None:
     local = server.ensure_started(home)
     done = run_cli(["server", "start", "--auth"], cwd=tmp_path, env=cli_env(home))
     assert done.returncode == 2
@@ -210,6 +248,34 @@ def test_auth_cannot_be_switched_on_under_a_running_server(home: Path, tmp_path:
         f"error: the local Prefect server of {home} (pid {local.pid}) runs without API authentication: "
         "`assay server stop` first, then `assay server start --auth`\n"
     )
-    assert read_secret(home) is None
-    with contextlib.suppress(FileNotFoundError):
-        assert not secret_path(home).exists()
+    assert read_secret(home) is None and not secret_path(home).exists()
+
+    # Prefect's own `prefect server stop` (SIGTERM, its PID file removed): the supervisor lets it go.
+    watcher = supervisor.supervisor_pid(home)
+    env = {**os.environ, "PREFECT_HOME": str(home)}
+    env.pop("PREFECT_API_URL", None)
+    stopped = subprocess.run([sys.executable, "-m", "prefect", "server", "stop"], env=env, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert watcher is not None and gone_soon(local.pid)
+    wait_until(lambda: supervisor.supervisor_pid(home) is None, "the supervisor exits, the server not restarted")
+    assert server.find(home) is None
+    said = supervisor.log_of(home).path.read_text()
+    assert f"the Prefect server (pid {local.pid}) was stopped from outside (" in said or \
+        f"the Prefect server (pid {local.pid}) was stopped on purpose (" in said  # fmt: skip
+    assert " died: " not in said
+
+
+def test_a_server_that_cannot_start_is_one_line_with_its_logs_last_words(tmp_path: Path) -> None:
+    home = (tmp_path / "home").resolve()
+    home.mkdir()
+    (home / "prefect.db").write_text("not a database\n" * 100)
+    done = run_cli(["server", "start"], cwd=tmp_path, env=cli_env(home, ASSAY_SERVER_IDLE_MINUTES="0"), timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    *progress, line = done.stderr.splitlines()  # "assay: starting a local Prefect server ...", then the error
+    assert all(said.startswith("assay: ") for said in progress), done.stderr
+    log = supervisor.log_of(home)
+    assert line.startswith("error: the local Prefect server (pid ") and " exited while starting: its log says '" in line
+    assert line.endswith(f"' ({log.path})") and "file is not a database" in line, line
+    assert supervisor.supervisor_pid(home) is None and server.find(home) is None
+    assert "exited while starting (exit status " in log.path.read_text() and "not restarted" in log.path.read_text()
