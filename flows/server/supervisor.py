@@ -7,7 +7,7 @@ logs through answers a broken pipe with ``SystemExit(1)``. That escapes every ``
 way out of the request: the server shuts down (exit status 1), and requests in flight meanwhile hang or
 get 500.
 
-So assay starts the server under this small process (standard library only, about 10 MB):
+So assay starts the server under this small process (standard library only, about 20 MB):
 
 - the server is Prefect's own command line (``python -m uvicorn ... prefect.server.api.server:create_app``,
   as ``--background`` runs it), its pid in Prefect's PID file, so ``prefect server stop`` still works;
