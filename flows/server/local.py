@@ -105,7 +105,7 @@ class Backend:
 
 @dataclass(frozen=True)
 class LocalServer:
-    """Prefect's background server of one Prefect home, as its PID file and process show it."""
+    """The Prefect server of one Prefect home, as its PID file and process show it."""
 
     pid: int
     host: str
@@ -172,7 +172,7 @@ def configured_api() -> tuple[str | None, str | None]:
 
 
 def find(home: Path) -> LocalServer | None:
-    """This home's background server when its PID file names a live Prefect server process."""
+    """This home's server when its PID file names a live Prefect server process."""
     try:
         pid = int((home / PID_FILE).read_text().strip())
     except (OSError, ValueError):
@@ -481,7 +481,7 @@ def _wait_ready(server: LocalServer, say: Say, timeout: float = STARTUP_TIMEOUT_
 
 
 def stop(home: Path, timeout: float = STOP_TIMEOUT_S) -> LocalServer | None:
-    """Stop this home's background server and wait until it is gone.
+    """Stop this home's server (and its supervisor) and wait until it is gone.
 
     Its supervisor first (it would start it again), then what ``prefect server stop`` does (SIGTERM to the
     PID file's process, the file removed), done here: that command starts Python and imports Prefect first,
