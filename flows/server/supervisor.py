@@ -171,7 +171,8 @@ def supervise(home: Path, api_url: str, command: list[str], log: RotatedLog) -> 
             _forget(home, child.pid)
             return 0
         if not _names(home, child.pid):
-            log.note(f"the Prefect server (pid {child.pid}) was stopped from outside ({how}): its PID file is gone")
+            outside = f"the Prefect server (pid {child.pid}) was stopped from outside ({how})"
+            log.note(f"{outside}: its PID file no longer names it")
             return 0
         if child.returncode in STOPPED_ON_PURPOSE:
             log.note(f"the Prefect server (pid {child.pid}) was stopped on purpose ({how}): not restarted")
