@@ -25,6 +25,8 @@ from tests.processes import gone_soon
 STAND_IN = r"""
 import http.server, json, os, sys, threading, time
 port, chatty = int(sys.argv[1]), sys.argv[2] == "chatty"
+if os.path.exists("fail-to-start"):
+    sys.exit("cannot start: told so")
 if sys.argv[2] == "slow":
     time.sleep(3)  # as Prefect's app starts up (seconds) before uvicorn binds its port
 
@@ -110,6 +112,26 @@ def test_a_killed_server_is_restarted_and_the_log_says_how_it_died(home: Path) -
     assert gone_soon(second) and gone_soon(watcher)
     assert f"stopped the Prefect server (pid {second}): " in log_text(home)
     assert not (home / supervisor.SERVER_PID_FILE).exists() and not (home / supervisor.PID_FILE).exists()
+
+
+def test_restarts_that_do_not_come_back_wait_longer_each_time(home: Path) -> None:
+    """1 s after a server that had answered; then doubling while the restarts die before answering."""
+    start(home, STAND_IN, "quiet")
+    wait_until(lambda: server_pid(home) is not None, "the server's PID file")
+    first = server_pid(home)
+    assert first is not None
+    wait_until(lambda: answered(home, first), "the server answers")
+    (home / "fail-to-start").touch()  # the next starts exit at once
+    os.kill(first, signal.SIGKILL)
+    wait_until(lambda: "restarting it in 4 s" in log_text(home), "three restarts", within_s=60)
+    (home / "fail-to-start").unlink()
+    wait_until(lambda: server_pid(home) not in (None, first) and answered(home, server_pid(home) or 0),
+               "a restart that answers", within_s=60)  # fmt: skip
+    pauses = [
+        line.rsplit("restarting it in ", 1)[1] for line in log_text(home).splitlines() if "restarting it in" in line
+    ]
+    assert pauses[:3] == ["1 s", "2 s", "4 s"], pauses
+    assert "cannot start: told so" in log_text(home)
 
 
 def test_a_server_stopped_on_purpose_is_not_restarted(home: Path) -> None:
