@@ -110,7 +110,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from flows.flow.matrix import matrix_flow
 
-    with temporary_settings(updates={"api.url": backend.api_url}):
+    with temporary_settings(updates=backend.prefect_settings()):
         refuse_a_work_pool_deployment(args.name)
         allow_what_is_served(parameters)
         matrix_flow.serve(

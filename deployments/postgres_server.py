@@ -6,15 +6,24 @@
 
 ``start`` creates a PostgreSQL cluster in ``DIR/pgdata`` (Debian's
 ``postgresql`` package: ``apt-get install postgresql``) listening on
-127.0.0.1 only, with a ``prefect`` database, then starts Prefect's background
-server (``prefect server start --background``, its home in
-``DIR/prefect-home``) on that database. Both are reused when already running.
-The database URL is pinned in that home's ``profiles.toml``: a server of
-that home restarted another way uses PostgreSQL too, and ``assay server
-start`` refuses to start it while PostgreSQL is down (never SQLite).
-PostgreSQL refuses to run as root: as root, the cluster runs as the
-``postgres`` user (and ``DIR`` is handed to it). Connections are trusted on
-loopback; put a password and TLS in front of it before exposing the server.
+127.0.0.1 only, with a ``prefect`` database, then starts Prefect's server on
+it, under assay's supervisor (``flows.server.supervisor``: its output in
+``DIR/prefect-home/assay-server.log``, restarted when it dies), its home in
+``DIR/prefect-home``. Both are reused when already running.
+
+Safe by default: the server listens on 127.0.0.1 unless ``--host`` says
+otherwise, and requires Prefect's API authentication. Its secret is made at
+the first start (``DIR/prefect-home/assay-api-auth``, mode 0600); every
+client needs it as ``PREFECT_API_AUTH_STRING`` (``start`` prints how a worker
+on another machine gets it), and the UI asks for it as its password.
+
+The database URL and the secret are pinned in that home's ``profiles.toml``
+(mode 0600): a server of that home restarted another way uses PostgreSQL and
+requires the secret too, and ``assay server start`` refuses to start it
+while PostgreSQL is down (never SQLite). PostgreSQL refuses to run as root:
+as root, the cluster runs as the ``postgres`` user (and ``DIR`` is handed to
+it). Database connections are trusted on loopback. The API speaks plain
+HTTP: put TLS in front of it before workers reach it across a network.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import glob
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -158,30 +168,78 @@ def _port_of(root: Path) -> int | None:
         return None
 
 
-def start(root: Path, pg_port: int | None = None, port: int | None = None) -> str:
-    """PostgreSQL and Prefect's server on it, both started if needed; the API URL."""
+LOOPBACK = "127.0.0.1"
+LOOPBACKS = (LOOPBACK, "localhost", "::1")
+
+
+def start(root: Path, pg_port: int | None = None, port: int | None = None, host: str = LOOPBACK) -> str:
+    """PostgreSQL and Prefect's server on it (API authentication on), both started if needed; the API URL
+    a client on another machine uses (this machine's name when it listens on every interface)."""
     from fixtures_core.execution.daemons import free_port
-    from flows.server.local import ensure_started
+    from flows.server.credentials import create_secret
+    from flows.server.local import ServerError, ensure_started, find
 
-    cluster = start_cluster(root, pg_port or _port_of(root) or free_port())
     home = root.resolve() / "prefect-home"
-    pin_database(home, cluster.url)
+    running = find(home)
+    if running is not None and running.host != host:
+        raise ServerError(
+            f"the server of {home} already listens on {running.host}:{running.port}: "
+            f"`python deployments/postgres_server.py stop --dir {root}` first, to have it listen on {host}"
+        )
+    cluster = start_cluster(root, pg_port or _port_of(root) or free_port())
+    secret = create_secret(home)  # made at the first start, kept after
+    pin_database(home, cluster.url, secret)
     os.environ["PREFECT_API_DATABASE_CONNECTION_URL"] = cluster.url
-    server = ensure_started(home, port, say=_say)
-    return server.api_url
+    server = ensure_started(home, port, say=_say, host=host)
+    for line in credentials_help(home, server.host, server.port):
+        _say(line)
+    return server.public_api_url
 
 
-def pin_database(home: Path, url: str) -> None:
-    """Write the database URL into the Prefect home's profile, so that its server uses PostgreSQL
-    however it is restarted (``prefect server start``, ``assay server start``), never a new SQLite file."""
+def credentials_help(home: Path, host: str, port: int) -> list[str]:
+    """How a client, on this machine or another, gets the API's address and its secret."""
+    from flows.server.credentials import SECRET_FILE
+    from flows.server.local import EVERY_INTERFACE
+
+    secret = home / SECRET_FILE
+    machine = socket.getfqdn()
+    reached = machine if host in EVERY_INTERFACE else host
+    lines = [
+        f"Prefect's API authentication is on: every client needs PREFECT_API_AUTH_STRING set to the secret in "
+        f"{secret} (owner-only); the UI asks for it as its password",
+        f'a client on this machine: export PREFECT_API_AUTH_STRING="$(cat {secret})"',
+    ]
+    if host in LOOPBACKS:
+        lines.append(
+            f"it listens on {host} only: for workers on other machines, stop it and start it again with "
+            "--host 0.0.0.0 (or this machine's address), behind TLS: the API speaks plain HTTP"
+        )
+        reached = machine
+    lines += [
+        "a worker on another machine (copy the secret over a channel you trust, never in a command line or a log):",
+        f"  export PREFECT_API_URL=http://{reached}:{port}/api",
+        f'  export PREFECT_API_AUTH_STRING="$(ssh {machine} cat {secret})"',
+    ]
+    return lines
+
+
+def pin_database(home: Path, url: str, auth_string: str | None = None) -> None:
+    """Write the database URL (and the API secret) into the Prefect home's profile, so that its server uses
+    PostgreSQL and requires the secret however it is restarted (``prefect server start``, ``assay server
+    start``), never a new SQLite file. The file is its owner's only: it may hold the secret."""
     home.mkdir(parents=True, exist_ok=True)
     profile = (
         "# Written by deployments/postgres_server.py: this home's server keeps its database in PostgreSQL.\n"
         'active = "postgres"\n\n[profiles.postgres]\n'
         f"PREFECT_API_DATABASE_CONNECTION_URL = {json.dumps(url)}\n"
     )
+    if auth_string is not None:
+        profile += f"PREFECT_SERVER_API_AUTH_STRING = {json.dumps(auth_string)}\n"
     temporary = home / "profiles.toml.tmp"
-    temporary.write_text(profile)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w") as written:
+        os.fchmod(written.fileno(), 0o600)
+        written.write(profile)
     temporary.replace(home / "profiles.toml")
 
 
@@ -203,19 +261,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", required=True, type=Path, help="folder of the cluster and the Prefect home")
     parser.add_argument("--pg-port", type=int, help="PostgreSQL port (default: a free one)")
     parser.add_argument("--port", type=int, help="Prefect server port (default: 4200 when free, else a free one)")
+    parser.add_argument(
+        "--host", default=LOOPBACK, help="address the Prefect server listens on (default: 127.0.0.1, this machine only)"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    from flows.server.local import ServerError, status
+    from fixtures_core.errors import AssayError
+    from flows.server.local import status
 
     try:
         if args.command == "start":
-            print(f"PREFECT_API_URL={start(args.dir, args.pg_port, args.port)}")
+            print(f"PREFECT_API_URL={start(args.dir, args.pg_port, args.port, args.host)}")
         elif args.command == "stop":
             stop(args.dir)
         else:
             port = _port_of(args.dir)
             print(f"PostgreSQL: {'running on 127.0.0.1:' + str(port) if port else 'not running'}")
             print(status(args.dir.resolve() / "prefect-home"))
-    except (PostgresError, ServerError) as exc:
+    except (PostgresError, AssayError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

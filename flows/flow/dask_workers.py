@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from prefect.client.schemas.objects import State
-from prefect.settings import PREFECT_API_URL
+from prefect.settings import PREFECT_API_URL, get_current_settings
 from prefect.tasks import Task
 
 from fixtures_core.errors import UsageError
@@ -101,6 +101,8 @@ class DaskSamples:
         if address == LOCAL:
             workers = max(1, min(slots, os.cpu_count() or 1))
             env = {"PREFECT_API_URL": str(PREFECT_API_URL.value() or "")}  # else each worker starts its own server
+            if (credentials := get_current_settings().api.auth_string) is not None:  # API authentication
+                env["PREFECT_API_AUTH_STRING"] = credentials.get_secret_value()
             kwargs: dict[str, Any] = dict(
                 n_workers=workers, threads_per_worker=math.ceil(slots / workers), processes=True,
                 dashboard_address=None, env=env,

@@ -678,8 +678,8 @@ def run_with_prefect(
         # The caller's signal handler stops the given containment, and the caller closes it.
         live = _LIVE[run_id] = _LiveRun(containment or Containment(), listener=listener, owned=containment is None)
     updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
-    if backend is not None and backend.api_url:
-        updates["api.url"] = backend.api_url
+    if backend is not None:
+        updates.update(backend.prefect_settings())  # its URL, and the home's API secret for its own server
     outcome: dict[str, Any] = {}
 
     def target() -> None:

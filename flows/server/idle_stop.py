@@ -33,6 +33,7 @@ from fixtures_core.errors import AssayError
 from fixtures_core.execution import procfs
 from fixtures_core.execution.containment import HELPER_VARIABLE, helper_mark
 from flows.server import owners
+from flows.server.credentials import authorization
 
 IDLE_VARIABLE = "ASSAY_SERVER_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 120.0
@@ -100,11 +101,12 @@ def companion_pid(home: Path) -> int | None:
     return pid if procfs.alive(pid) and "flows.server.idle_watch" in command else None
 
 
-def _post(api_url: str, path: str, body: dict[str, object]) -> object:
+def _post(api_url: str, path: str, body: dict[str, object], auth_string: str | None) -> object:
     """The server's JSON answer; None when it does not answer (busy or going: not known to be idle)."""
-    request = urllib.request.Request(
-        f"{api_url}/{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
+    headers = {"Content-Type": "application/json"}
+    if auth_string is not None:
+        headers["Authorization"] = authorization(auth_string)
+    request = urllib.request.Request(f"{api_url}/{path}", data=json.dumps(body).encode(), headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - this home's own server
             return json.loads(answer.read())
@@ -112,12 +114,13 @@ def _post(api_url: str, path: str, body: dict[str, object]) -> object:
         return None
 
 
-def in_use(api_url: str) -> bool:
-    """True unless the server answers that it has no deployments and no live flow runs. A run left Running
-    by a process that is gone (SIGKILLed, its machine rebooted: ``flows.server.owners``) is not live."""
-    deployments = _post(api_url, "deployments/count", {})
+def in_use(api_url: str, auth_string: str | None = None) -> bool:
+    """True unless the server answers that it has no deployments and no live flow runs (asked with the home's
+    API secret, when it has one). A run left Running by a process that is gone (SIGKILLed, its machine
+    rebooted: ``flows.server.owners``) is not live."""
+    deployments = _post(api_url, "deployments/count", {}, auth_string)
     live = _post(api_url, "flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": _LIVE_STATES}}},
-                                               "limit": _PAGE})  # fmt: skip
+                                               "limit": _PAGE}, auth_string)  # fmt: skip
     if not isinstance(deployments, int) or deployments > 0 or not isinstance(live, list) or len(live) >= _PAGE:
         return True
     host = socket.gethostname()

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from flows.server.credentials import CredentialsError, read_secret
 from flows.server.idle_stop import PID_FILE, STAMP, companion_pid, in_use
 from flows.server.local import find, serves_home, stop
 
@@ -38,9 +39,17 @@ def watch(home: Path, after: float) -> None:
         except OSError:
             used_at = answered_at
         unused = time.time() - used_at
-        if unused >= after and not in_use(server.api_url):
+        if unused >= after and not in_use(server.api_url, _secret(home)):
             stop(home)
             return
+
+
+def _secret(home: Path) -> str | None:
+    """The home's API secret; None when it cannot be read (the server then answers 401: not known to be idle)."""
+    try:
+        return read_secret(home)
+    except CredentialsError:
+        return None
 
 
 def main(argv: list[str]) -> int:

@@ -10,6 +10,7 @@ the UI reads.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -46,9 +47,18 @@ def postgres_available() -> bool:
     return bool(shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb")))
 
 
+# The API secret of each server this process started with postgres_server.py (its API authentication is on).
+CREDENTIALS: dict[str, str] = {}
+
+
 def prefect_env(api_url: str, home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a Prefect client of ``api_url`` (a worker, ``prefect deploy``, ``assay run``), with
+    its credentials when that server requires them."""
     env = dict(os.environ, PREFECT_API_URL=api_url, PREFECT_HOME=str(home), PYTHONPATH=str(REPO), **extra)
     env.pop("ASSAY_PREFECT_PORT", None)
+    env.pop("PREFECT_API_AUTH_STRING", None)
+    if api_url in CREDENTIALS:
+        env["PREFECT_API_AUTH_STRING"] = CREDENTIALS[api_url]
     return env
 
 
@@ -76,10 +86,18 @@ def wait_final(client: SyncPrefectClient, flow_run_id: UUID, timeout: float = 18
 
 @dataclass(frozen=True)
 class Postgres:
-    """A Prefect server on PostgreSQL: its API and the database URL its home's profile pins."""
+    """A Prefect server on PostgreSQL: its API and the database URL its home's profile pins; its folder
+    (``--dir``), the API secret its clients pass, and what ``start`` said on stderr."""
 
     api_url: str
     database_url: str
+    root: Path = Path()
+    auth_string: str = dataclasses.field(default="", repr=False)
+    said: str = ""
+
+    @property
+    def home(self) -> Path:
+        return self.root / "prefect-home"
 
 
 @pytest.fixture(scope="module")
@@ -104,12 +122,17 @@ def postgres_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]
         assert done.returncode == 0, done.stderr
         api_url = done.stdout.strip().removeprefix("PREFECT_API_URL=")
         assert api_url == f"http://127.0.0.1:{port}/api"
+        from flows.server.credentials import read_secret
         from flows.server.local import pinned_database
 
         pinned = pinned_database(root.resolve() / "prefect-home")  # a restart another way stays on PostgreSQL
         assert pinned is not None and pinned.startswith("postgresql+asyncpg://postgres@127.0.0.1:"), pinned
-        yield Postgres(api_url, pinned)
+        secret = read_secret(root.resolve() / "prefect-home")  # API authentication on: every client passes it
+        assert secret is not None
+        CREDENTIALS[api_url] = secret
+        yield Postgres(api_url, pinned, root.resolve(), secret, done.stderr)
     finally:
+        CREDENTIALS.pop(f"http://127.0.0.1:{port}/api", None)
         subprocess.run([sys.executable, str(POSTGRES_SCRIPT), "stop", "--dir", str(root)], env=env, timeout=120)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -300,9 +323,11 @@ def hostile_fixture(tmp_path: Path) -> tuple[Path, Path]:
 
 @contextlib.contextmanager
 def _api(url: str) -> Iterator[None]:
+    """This process's Prefect client on ``url``, with its credentials when that server requires them."""
     from prefect.settings import temporary_settings
 
-    with temporary_settings(updates={"api.url": url}):
+    updates = {"api.url": url} | ({"api.auth_string": CREDENTIALS[url]} if url in CREDENTIALS else {})
+    with temporary_settings(updates=updates):
         yield
 
 
@@ -394,6 +419,21 @@ def test_nightly_refuses_bad_options_in_one_line(args: list[str], expected: str,
     )  # fmt: skip
     assert done.returncode == 2
     assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_nightly_says_in_one_line_when_the_server_wants_credentials(postgres_api: Postgres, tmp_path: Path) -> None:
+    fixture = tmp_path / "quick.md"
+    fixture.write_text(QUICK)
+    env = prefect_env(postgres_api.api_url, tmp_path / "home")
+    env.pop("PREFECT_API_AUTH_STRING")
+    done = subprocess.run(
+        [sys.executable, str(NIGHTLY), str(fixture)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: the Prefect API at {postgres_api.api_url} (PREFECT_API_URL) requires credentials (HTTP 401): set "
+        "PREFECT_API_AUTH_STRING to its secret (`python deployments/postgres_server.py start` prints how)\n"
+    )
 
 
 def test_nightly_says_in_one_line_when_the_server_is_unreachable(tmp_path: Path) -> None:
@@ -541,3 +581,104 @@ def test_a_postgres_home_refuses_a_sqlite_url_from_any_source(
         assert find(home) is None and not (tmp_path / "fresh.db").exists() and not (home / "prefect.db").exists()
     finally:
         stop(home)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The IPv4 addresses a TCP socket listens on at ``port`` on this machine (``/proc/net/tcp``)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local_address, state = line.split()[1], line.split()[3]
+        address, _, hexport = local_address.partition(":")
+        if state == "0A" and int(hexport, 16) == port:  # 0A: LISTEN
+            found.add(".".join(str(b) for b in reversed(bytes.fromhex(address))))
+    return found
+
+
+def test_the_team_server_is_safe_by_default_and_outlives_the_requests_that_ended_it(postgres_api: Postgres) -> None:
+    """postgres_server.py's server: loopback only, Prefect's API authentication on, its output in a log. A NUL
+    in a flow run's parameters and runs creating one limit at once (each ended it before) leave it up; killed,
+    its supervisor brings it back, and says so; ``--host`` makes it listen beyond loopback."""
+    import stat
+
+    from prefect.settings import temporary_settings
+
+    from flows.server import local, supervisor
+    from flows.server.credentials import secret_path
+    from tests.integration.server_faults import create_one_limit_at_once, patch_parameters_with_nul
+    from tests.polling import wait_until
+
+    home, root = postgres_api.home, postgres_api.root
+    secret = secret_path(home)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600, "the secret is its owner's only"
+    assert stat.S_IMODE((home / "profiles.toml").stat().st_mode) == 0o600, "the profile pins the secret too"
+    pinned = subprocess.run(  # so Prefect's own `prefect server start` of that home requires it as well
+        [sys.executable, "-c", "from prefect.settings import get_current_settings as s; "
+         "print(s().server.api.auth_string.get_secret_value())"],
+        env={**prefect_env(postgres_api.api_url, home), "PREFECT_HOME": str(home)}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert pinned.stdout.strip() == postgres_api.auth_string, pinned.stderr
+    server = local.find(home)
+    assert server is not None and listening_addresses(server.port) == {"127.0.0.1"}
+    # How a worker on another machine gets the credentials, as start printed it.
+    assert "it listens on 127.0.0.1 only: for workers on other machines, stop it and start it again with " \
+        "--host 0.0.0.0" in postgres_api.said  # fmt: skip
+    assert f'  export PREFECT_API_AUTH_STRING="$(ssh {socket.getfqdn()} cat {secret})"' in postgres_api.said
+
+    # Prefect's own client: 401 without the secret, served with it (as every other test here is).
+    with temporary_settings(updates={"api.url": postgres_api.api_url}), get_client(sync_client=True) as stranger:
+        with pytest.raises(PrefectHTTPStatusError) as refused:
+            stranger.read_work_pools()
+        assert refused.value.response.status_code == 401
+
+    def survives(running: Any) -> None:
+        with _api(postgres_api.api_url):
+            assert patch_parameters_with_nul() == 503  # PostgreSQL refuses the NUL; Prefect says retry later
+            assert create_one_limit_at_once(6) == [201, 409, 409, 409, 409, 409]
+            assert patch_parameters_with_nul() == 503
+        assert local.find(home) == running and local.serves_home(running), "the server did not survive"
+
+    survives(server)
+    log = supervisor.log_of(home).path
+    said = log.read_text()
+    assert "unsupported Unicode escape sequence" in said and "uq_concurrency_limit_v2__name" in said
+    assert " died: " not in said
+    shown = subprocess.run(
+        [sys.executable, str(POSTGRES_SCRIPT), "status", "--dir", str(root)],
+        env=prefect_env(postgres_api.api_url, home), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert f", log {log} (supervisor pid {supervisor.supervisor_pid(home)}), API authentication on (the secret: " \
+        f"{secret}), answering\n" in shown.stdout, shown.stdout + shown.stderr  # fmt: skip
+
+    os.kill(server.pid, signal.SIGKILL)  # as the OOM killer would; then the same requests right after the restart
+    wait_until(lambda: (s := local.find(home)) is not None and s.pid != server.pid and local.serves_home(s),
+               "the supervisor restarted the server", within_s=240)  # fmt: skip
+    restarted = local.find(home)
+    assert restarted is not None
+    survives(restarted)
+    assert f"the Prefect server (pid {server.pid}) died: killed by SIGKILL (signal 9) after " in log.read_text()
+
+    # Beyond loopback only when told, and never by surprise under a running server.
+    def start(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(POSTGRES_SCRIPT), "start", "--dir", str(root), "--port", str(server.port), *extra],
+            env=prefect_env(postgres_api.api_url, home), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    refused_host = start("--host", "0.0.0.0")
+    assert refused_host.returncode == 2
+    assert refused_host.stderr == (
+        f"error: the server of {home} already listens on 127.0.0.1:{server.port}: "
+        f"`python deployments/postgres_server.py stop --dir {root}` first, to have it listen on 0.0.0.0\n"
+    )
+    local.stop(home)  # the Prefect server only: PostgreSQL stays up
+    try:
+        wide = start("--host", "0.0.0.0")
+        assert wide.returncode == 0, wide.stderr
+        assert wide.stdout == f"PREFECT_API_URL=http://{socket.getfqdn()}:{server.port}/api\n"
+        assert listening_addresses(server.port) == {"0.0.0.0"}
+        assert f"  export PREFECT_API_URL=http://{socket.getfqdn()}:{server.port}/api\n" in wide.stderr
+    finally:
+        local.stop(home)
+        again = start()  # loopback again, for the tests after this one
+        assert again.returncode == 0 and listening_addresses(server.port) == {"127.0.0.1"}, again.stderr

@@ -30,7 +30,7 @@ from fixtures_core.records.rundoc import load_run
 from fixtures_core.reports import terminal
 from fixtures_core.runs import close, plan
 from flows.cli.main import main
-from flows.server import idle_stop
+from flows.server import idle_stop, supervisor
 from flows.server import local as server
 from tests.integration.conftest import REPO, SESSION_HOME
 from tests.processes import processes_with
@@ -337,8 +337,10 @@ def test_sigkill_leaves_the_local_prefect_server_it_started_running(
         local = server.find(home.resolve())
         assert local is not None and local.pid in processes_with(marker), "this run started the server"
         companion = int((home.resolve() / idle_stop.PID_FILE).read_text())  # it stops the server once idle
+        watcher = supervisor.supervisor_pid(home.resolve())  # it runs the server, and restarts it
         survivors = survivors_of_sigkill(process, marker)
-        assert [line for line in survivors if not line.startswith((f"{local.pid} ", f"{companion} "))] == []
+        kept = (f"{local.pid} ", f"{companion} ", f"{watcher} ")
+        assert [line for line in survivors if not line.startswith(kept)] == []
         assert server.find(home.resolve()) == local and server.serves_home(local), "the local server was stopped"
     finally:
         if process.poll() is None:
