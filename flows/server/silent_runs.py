@@ -9,7 +9,7 @@ the server was down when they tried. This server-side automation (a proactive
 trigger, as Prefect documents for zombie flow runs) watches every flow run of
 ``assay-matrix`` that belongs to a deployment: once it is Pending, Running or
 has sent a heartbeat, another heartbeat or state change must follow within
-the window (two heartbeats), else it is marked Crashed with the reason. Its
+the window (three heartbeats), else it is marked Crashed with the reason. Its
 deployment concurrency slot is released by that transition (Prefect's
 ``ReleaseFlowConcurrencySlots``), so later scheduled runs are not stuck.
 
@@ -18,28 +18,36 @@ ran out while the server was down fires once it is back. The state change is
 not forced: a run that has ended meanwhile keeps its final state.
 
 ``ensure`` creates it once per server, idempotently: ``deployments/nightly.py``
-when it starts serving (and after an outage), and every deployment run as it
-starts (a worker's runs on a server where nothing serves). The window only
-ever widens, to two heartbeats of the slowest process that ensured it; delete
-the automation to narrow it.
+when it starts serving (and after an outage), every deployment run as it
+starts (a worker's runs on a server where nothing serves), and
+``python -m flows.server.silent_runs`` (the workers' setup, right after
+``prefect deploy``: the first run on a fresh server is watched from its
+start). The automation only sees events that come after it exists: a run that
+started before, and dies before its next heartbeat, is not watched. The window
+only ever widens, to three heartbeats of the slowest process that ensured it;
+delete the automation to narrow it.
+
+Prefect is imported lazily: ``python -m`` quiets it first.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prefect.client.orchestration import SyncPrefectClient
-from prefect.client.schemas.objects import StateType
-from prefect.events.actions import ChangeFlowRunState
-from prefect.events.schemas.automations import Automation, AutomationCore, EventTrigger, Posture
-from prefect.events.schemas.events import ResourceSpecification
+from flows.server.prefect_env import quiet_prefect
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.events.schemas.automations import Automation, AutomationCore
 
 NAME = "assay: silent deployment runs are Crashed"
 FLOW_NAME = "assay-matrix"
-HEARTBEATS_MISSED = 2  # one lost heartbeat event (a server restart) is not a crash
+HEARTBEATS_MISSED = 3  # two lost heartbeat events (a server restarting) are not a crash
 MINIMUM_HEARTBEAT_S = 30  # Prefect's own floor (prefect.flow_engine.MINIMUM_HEARTBEAT_INTERVAL)
 _RUN = "prefect.flow-run"
 # A state that starts the watch: the run's process is (about to be) there and must say so.
@@ -79,6 +87,11 @@ def crash_message(window_s: int) -> str:
 
 def automation(window_s: int) -> AutomationCore:
     """The automation: a proactive trigger per flow run of an ``assay-matrix`` deployment, and its action."""
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
     return AutomationCore(
         name=NAME,
         description=(
@@ -104,7 +117,7 @@ def automation(window_s: int) -> AutomationCore:
 
 
 def ensure(client: SyncPrefectClient, heartbeat_s: int) -> Ensured:
-    """Create the automation, or widen its window to two of these heartbeats; never narrow it.
+    """Create the automation, or widen its window to three of these heartbeats; never narrow it.
 
     Two processes creating it at once may both create one: each creator then keeps the
     first by id and deletes the others, so that one remains.
@@ -149,3 +162,44 @@ def _read(client: SyncPrefectClient) -> list[Automation]:
 def _window_of(found: Automation) -> int | None:
     within = getattr(found.trigger, "within", None)
     return int(within.total_seconds()) if isinstance(within, timedelta) else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m flows.server.silent_runs``: create (or widen) the automation on ``PREFECT_API_URL``'s server
+    for this environment's heartbeat (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, 180 s by default): one line."""
+    if list(sys.argv[1:] if argv is None else argv):
+        print(
+            "usage: python -m flows.server.silent_runs  (no arguments: PREFECT_API_URL names the server)",
+            file=sys.stderr,
+        )
+        return 2
+    quiet_prefect()
+    from prefect.client.orchestration import get_client
+    from prefect.settings import get_current_settings
+
+    from flows.server.local import ServerError, configured_api_url, wait_for_api
+
+    url = configured_api_url()
+    if url is None:
+        print("error: PREFECT_API_URL is not set: it names the server that gets the automation", file=sys.stderr)
+        return 2
+    try:
+        wait_for_api(url, "PREFECT_API_URL")
+    except ServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    heartbeat = heartbeat_seconds(get_current_settings().flows.heartbeat_frequency)
+    if heartbeat is None:
+        print("error: heartbeats are off here (PREFECT_FLOWS_HEARTBEAT_FREQUENCY): set it as the workers have it",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    with get_client(sync_client=True) as client:
+        done = ensure(client, heartbeat)
+    print(
+        f"automation {NAME!r} {done.outcome} on {url}: a deployment run silent for {done.window_s} s is marked Crashed"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

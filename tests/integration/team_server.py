@@ -1,8 +1,10 @@
-"""A team server that tests may take down and bring back: PostgreSQL and Prefect's server, as
-``deployments/postgres_server.py`` starts them, on a fixed port so that clients find it again.
+"""A team server that tests take down and bring back: Prefect's server on PostgreSQL, on a fixed port.
 
-Clients get their environment from ``prefect_env`` (``test_deployments``), as every test of a team
-server does; ``processes_in`` finds the flow-run processes a worker or serving process started.
+PostgreSQL is set up as ``deployments/postgres_server.py`` does it (its cluster and the database URL
+pinned in the home's profile). Prefect's server runs as a child of the test in its own session, its
+output in ``ROOT/server.log``, so that a test decides exactly when it is down (a kill, a stop) and when
+it is back. Clients get their environment from ``prefect_env`` (``test_deployments``), as every test
+of a team server does.
 """
 
 from __future__ import annotations
@@ -14,23 +16,29 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from fixtures_core.execution import procfs
-from tests.integration.conftest import REPO
-from tests.integration.test_deployments import POSTGRES_SCRIPT, postgres_available, prefect_env
+from flows.server.api_watch import probe_health
+from tests.integration.test_deployments import postgres_available, prefect_env
+from tests.polling import wait_until
 
 
-@dataclass(frozen=True)
 class TeamServer:
-    """PostgreSQL and Prefect's server in ``root``, the server always on ``port``."""
+    """PostgreSQL in ``root/pgdata`` and Prefect's server on it, always on ``port``."""
 
-    root: Path
-    port: int
+    def __init__(self, root: Path, port: int) -> None:
+        from deployments.postgres_server import pin_database, start_cluster
+        from flows.server.local import free_port
+
+        self.root, self.port = root, port
+        self.cluster = start_cluster(root, free_port())
+        pin_database(self.home, self.cluster.url)
+        self._server: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
 
     @property
     def api_url(self) -> str:
@@ -45,37 +53,50 @@ class TeamServer:
         return prefect_env(self.api_url, home, **extra)
 
     def start(self) -> None:
-        """Start (or find running) PostgreSQL and the server; they answer when this returns."""
-        done = subprocess.run(
-            [sys.executable, str(POSTGRES_SCRIPT), "start", "--dir", str(self.root), "--port", str(self.port)],
-            env=_script_env(), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        """Start the server (when it is not running); it answers when this returns."""
+        with self._lock:
+            if self._server is None or self._server.poll() is not None:
+                env = dict(os.environ, PREFECT_HOME=str(self.home), PREFECT_SERVER_API_PORT=str(self.port))
+                env.update(
+                    PREFECT_API_DATABASE_CONNECTION_URL=self.cluster.url, PREFECT_SERVER_ANALYTICS_ENABLED="false"
+                )
+                env.pop("PREFECT_API_URL", None)
+                with (self.root / "server.log").open("ab") as log:
+                    self._server = subprocess.Popen(
+                        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+                         str(self.port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL, start_new_session=True,
+                    )  # fmt: skip
+        wait_until(lambda: probe_health(self.api_url) == "up", f"the team server answers on {self.api_url}", 240)
+
+    def kill(self) -> None:
+        """SIGKILL the server and everything it started: an outage without warning."""
+        self._signal(signal.SIGKILL)
 
     def stop(self) -> None:
-        """An outage: the server and PostgreSQL stopped (``postgres_server.py stop``)."""
-        done = subprocess.run(
-            [sys.executable, str(POSTGRES_SCRIPT), "stop", "--dir", str(self.root)],
-            env=_script_env(), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        """Stop the server (SIGTERM, then SIGKILL): an outage."""
+        self._signal(signal.SIGTERM)
 
-    def kill(self) -> int | None:
-        """SIGKILL the Prefect server's process (PostgreSQL stays up); its pid, or None when none ran."""
-        from flows.server.local import find
+    def _signal(self, sig: int) -> None:
+        with self._lock:
+            server = self._server
+            if server is None or server.poll() is not None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, sig)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=30)
+        wait_until(lambda: probe_health(self.api_url) == "refused", "the team server is gone", 30)
 
-        server = find(self.home)
-        if server is None:
-            return None
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(server.pid, signal.SIGKILL)
-        return server.pid
+    def close(self) -> None:
+        from deployments.postgres_server import stop_cluster
 
-
-def _script_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("PREFECT_API_URL", None)
-    return env
+        self.stop()
+        stop_cluster(self.root)
 
 
 @contextlib.contextmanager
@@ -88,17 +109,13 @@ def team_server() -> Iterator[TeamServer]:
     from flows.server.local import free_port
 
     # Not under pytest's folder: as root, PostgreSQL runs as the postgres user, who must reach it.
-    server = TeamServer(Path(tempfile.mkdtemp(prefix="assay-team-")), free_port())
+    root = Path(tempfile.mkdtemp(prefix="assay-team-"))
+    server = None
     try:
+        server = TeamServer(root, free_port())
         server.start()
         yield server
     finally:
-        server.stop()
-        shutil.rmtree(server.root, ignore_errors=True)
-
-
-def processes_in(parent: int, marker: str) -> list[int]:
-    """Live descendants of ``parent`` whose command line holds ``marker`` (e.g. a flow run's process)."""
-    return [
-        pid for pid in procfs.descendants(parent) if marker in " ".join(procfs.argv(pid) or []) and procfs.alive(pid)
-    ]
+        if server is not None:
+            server.close()
+        shutil.rmtree(root, ignore_errors=True)
