@@ -510,11 +510,27 @@ def report(document: dict[str, Any]) -> None:
         return
     print(f"\nsoak: {document['minutes']} min, seed {document['seed']}, faults {document['fault_counts']}"
           f" (server starts that failed and were retried: {document['server_starts_failed']})")  # fmt: skip
-    rows = [[key, document[key]] for key in (
-        "scheduled_runs", "by_state", "with_verdict", "with_one_line_reason", "without_verdict_or_reason",
-        "not_final", "last_end_after_faults_stopped_s", "periods_s", "slots_held_at_end")]  # fmt: skip
-    rows += [[f"run.json {key}", value] for key, value in document["run_documents"].items()]
+    documents = document["run_documents"]
+    rows = [
+        ["scheduled runs that came due", document["scheduled_runs"]],
+        *[[f"  {state}", count] for state, count in document["by_state"].items()],
+        ["with a verdict", document["with_verdict"]],
+        ["with a one-line reason instead", document["with_one_line_reason"]],
+        ["with neither", len(document["without_verdict_or_reason"])],
+        ["not final at the end", len(document["not_final"])],
+        ["last run due under faults ended (s after they stopped)", document["last_end_after_faults_stopped_s"]],
+        ["periods and window (s)", document["periods_s"]],
+        ["run.json parsed", documents["parsed"]],
+        ["run.json corrupt", len(documents["corrupt"])],
+        ["run.json missing for a stated verdict", len(documents["missing_for_a_stated_verdict"])],
+        ["run.json whose answer differs from its flow run", len(documents["answer_differs"])],
+        ["runs stopped before their run.json (evidence kept)", documents["runs_without_run_json"]],
+        ["concurrency slots held at the end", document["slots_held_at_end"]],
+    ]
     print(c.table(["figure", "value"], rows))
+    for key in ("without_verdict_or_reason", "not_final"):
+        for line in document[key][:20]:
+            print(f"{key}: {line}")
 
 
 PLAIN_SERVE = (

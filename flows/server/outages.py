@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from flows.server.api_watch import EVERY_S, ApiWatch, Probe, probe_health
+from flows.server.api_watch import EVERY_S, LOST_AFTER_S, ApiWatch, Probe, probe_health
 
 Say = Callable[[str], None]
 
@@ -23,10 +23,17 @@ Say = Callable[[str], None]
 class OutageLog:
     """A background thread watching the API; ``up`` is set while it answers."""
 
-    def __init__(self, api_url: str, say: Say, probe: Probe = probe_health, every: float = EVERY_S) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        say: Say,
+        probe: Probe = probe_health,
+        every: float = EVERY_S,
+        lost_after: float = LOST_AFTER_S,
+    ) -> None:
         self.api_url = api_url
-        self._say, self._probe, self._every = say, probe, every
-        self._watch = ApiWatch(api_url, probe=probe, every=every)
+        self._say, self._probe, self._every, self._lost_after = say, probe, every, lost_after
+        self._watch = self._new_watch()
         self.up = threading.Event()
         self.up.set()  # the caller checked it answers before serving
         self._lost_at: float | None = None
@@ -59,6 +66,9 @@ class OutageLog:
         """Until the API answers again (True), or ``timeout`` seconds pass (False)."""
         return self.up.wait(timeout)
 
+    def _new_watch(self) -> ApiWatch:
+        return ApiWatch(self.api_url, probe=self._probe, every=self._every, lost_after=self._lost_after)
+
     def _run(self) -> None:
         while not self._stop.wait(self._every):
             if self.up.is_set():
@@ -75,7 +85,7 @@ class OutageLog:
 
     def _mark_up(self) -> None:
         away = time.monotonic() - (self._lost_at or time.monotonic())
-        self._watch = ApiWatch(self.api_url, probe=self._probe, every=self._every)
+        self._watch = self._new_watch()
         self._say(f"the Prefect API at {self.api_url} answers again (lost for {away:.0f} s): serving again")
         self._up_since = time.monotonic()
         self.up.set()

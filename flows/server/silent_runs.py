@@ -9,7 +9,8 @@ the server was down when they tried. This server-side automation (a proactive
 trigger, as Prefect documents for zombie flow runs) watches every flow run of
 ``assay-matrix`` that belongs to a deployment: once it is Pending, Running or
 has sent a heartbeat, another heartbeat or state change must follow within
-the window (three heartbeats), else it is marked Crashed with the reason. Its
+the window (three heartbeats, at least 3 minutes), else it is marked Crashed
+with the reason. Its
 deployment concurrency slot is released by that transition (Prefect's
 ``ReleaseFlowConcurrencySlots``), so later scheduled runs are not stuck.
 
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
 NAME = "assay: silent deployment runs are Crashed"
 FLOW_NAME = "assay-matrix"
 HEARTBEATS_MISSED = 3  # two lost heartbeat events (a server restarting) are not a crash
+# Never less: a worker's run is Pending until its new process has imported Prefect and the flow, which took more
+# than 90 s on a 2-core machine at load 15 (5 s when quiet); a live run taken for gone would lose its slot.
+MINIMUM_WINDOW_S = 180
 MINIMUM_HEARTBEAT_S = 30  # Prefect's own floor (prefect.flow_engine.MINIMUM_HEARTBEAT_INTERVAL)
 _RUN = "prefect.flow-run"
 # A state that starts the watch: the run's process is (about to be) there and must say so.
@@ -74,8 +78,9 @@ def heartbeat_seconds(setting: int | None) -> int | None:
 
 
 def window_for(heartbeat_s: int) -> int:
-    """Seconds of silence after which a run counts as gone: ``HEARTBEATS_MISSED`` heartbeats."""
-    return HEARTBEATS_MISSED * max(heartbeat_s, MINIMUM_HEARTBEAT_S)
+    """Seconds of silence after which a run counts as gone: ``HEARTBEATS_MISSED`` heartbeats, at least
+    ``MINIMUM_WINDOW_S``."""
+    return max(HEARTBEATS_MISSED * max(heartbeat_s, MINIMUM_HEARTBEAT_S), MINIMUM_WINDOW_S)
 
 
 def crash_message(window_s: int) -> str:

@@ -119,3 +119,12 @@ def team_server() -> Iterator[TeamServer]:
         if server is not None:
             server.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def processes_in(parent: int, marker: str) -> list[int]:
+    """Live descendants of ``parent`` whose command line holds ``marker`` (e.g. a flow run's process)."""
+    from fixtures_core.execution import procfs
+
+    return [
+        pid for pid in procfs.descendants(parent) if marker in " ".join(procfs.argv(pid) or []) and procfs.alive(pid)
+    ]
