@@ -9,7 +9,9 @@ runs Prefect's server as a child of this script instead, on the same PostgreSQL 
 background start is the thing that fails), a pool from ``deployments/process-pool.json``,
 ``deployments/prefect.yaml``'s deployment on it every ``--every`` seconds, worked by two
 ``prefect worker start``, and ``deployments/nightly.py`` serving the same fixture every minute.
-Flow runs send heartbeats every 30 s, so the automation that marks silent runs Crashed waits 90 s.
+Flow runs send heartbeats every 30 s, so the automation that marks silent runs Crashed waits 180 s (its floor).
+A worker or ``nightly.py`` that exits on its own (``nightly.py`` refuses to start while its server is down) is
+started again, as a supervisor would (counted).
 
 Faults, one every ``--fault-every`` seconds on average (the first four: one of each kind), until at
 least ``--runs`` scheduled runs have come due:
@@ -56,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 HEARTBEAT_S = 30
-WINDOW_S = 3 * HEARTBEAT_S  # flows.server.silent_runs.window_for(30)
+WINDOW_S = 180  # flows.server.silent_runs.window_for(30): three heartbeats, at least 3 minutes
 SERVE_PERIOD_S = 60
 FIXTURE = (
     "| Name | Command | CEL |\n|---|---|---|\n"
@@ -329,18 +331,20 @@ def inject(night: Night, kind: str, rng: random.Random, restarts: list[tuple[flo
     if kind == "worker":
         index = rng.randrange(2)
         worker = night.workers[index]
-        if worker is None or worker.poll() is not None:
+        if worker is None:
             return f"worker {index} already down"
         with_runs = rng.random() < 0.5
         _kill(worker, with_runs)
+        night.workers[index] = None
         restarts.append((now + rng.uniform(3, 15), "worker", index))
         return f"worker {index} pid {worker.pid}" + (" with its flow runs" if with_runs else " alone")
     if kind == "serve":
         serve = night.serve
-        if serve is None or serve.poll() is not None:
+        if serve is None:
             return "nightly.py already down"
         with_runs = rng.random() < 0.5
         _kill(serve, with_runs)
+        night.serve = None
         restarts.append((now + rng.uniform(3, 15), "serve", 0))
         return f"nightly.py pid {serve.pid}" + (" with its flow runs" if with_runs else " alone")
     running = night.flow_run_processes()
@@ -361,6 +365,22 @@ def _kill(process: subprocess.Popen[bytes], with_runs: bool) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     process.wait(timeout=30)
+
+
+def tend(night: Night, restarts: list[tuple[float, str, int]], exits: Counter[str]) -> None:
+    """What a supervisor (systemd ``Restart=always``) does: a worker or nightly.py that exited on its own (e.g.
+    started during an outage) is started again; and what is due to start again is started."""
+    queued = {(kind, index) for _, kind, index in restarts}
+    for index, worker in enumerate(night.workers):
+        if worker is not None and worker.poll() is not None and ("worker", index) not in queued:
+            exits["worker"] += 1
+            night.workers[index] = None
+            restarts.append((time.monotonic() + 3, "worker", index))
+    if night.serve is not None and night.serve.poll() is not None and ("serve", 0) not in queued:
+        exits["serve"] += 1
+        night.serve = None
+        restarts.append((time.monotonic() + 3, "serve", 0))
+    restart_due(night, restarts)
 
 
 def restart_due(night: Night, restarts: list[tuple[float, str, int]]) -> None:
@@ -401,9 +421,18 @@ def soak(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     rng.shuffle(kinds)
     next_fault = time.monotonic() + rng.uniform(10, args.fault_every)
     due = 0
+    exits: Counter[str] = Counter()
+
+    def tending(condition: Any) -> Any:
+        def check() -> bool:
+            tend(night, restarts, exits)
+            return bool(condition())
+
+        return check
+
     try:
         while due < args.runs or restarts:
-            restart_due(night, restarts)
+            tend(night, restarts, exits)
             if due < args.runs and time.monotonic() >= next_fault:
                 kind = kinds.pop() if kinds else rng.choice(KINDS)
                 what = inject(night, kind, rng, restarts)
@@ -415,14 +444,14 @@ def soak(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             time.sleep(1)
         faults_stopped = datetime.now(UTC)
         print(f"faults stopped: {len(faults)} faults, {due} scheduled runs came due", flush=True)
-        settled = _until(lambda: all(_final(run) for run in scheduled_runs(night.api_url, ids, faults_stopped)),
-                         max(SERVE_PERIOD_S, WINDOW_S) * 6, every=2)  # fmt: skip
-        time.sleep(max(0, args.after - (datetime.now(UTC) - faults_stopped).total_seconds()))
+        ended = tending(lambda: all(_final(run) for run in scheduled_runs(night.api_url, ids, faults_stopped)))
+        settled = _until(ended, max(SERVE_PERIOD_S, WINDOW_S) * 6, every=2)
+        _until(tending(lambda: (datetime.now(UTC) - faults_stopped).total_seconds() > args.after), args.after + 60)
         with client_of(night.api_url) as client:
             for deployment_id in ids.values():
                 client.pause_deployment(deployment_id)
         paused = datetime.now(UTC)
-        _until(lambda: all(_final(run) for run in scheduled_runs(night.api_url, ids, paused)), 900, every=2)
+        _until(tending(lambda: all(_final(run) for run in scheduled_runs(night.api_url, ids, paused))), 900, every=2)
         verdict = judge(night, ids, faults_stopped, paused)
         verdict["settled_within_bound"] = settled
     finally:
@@ -432,6 +461,7 @@ def soak(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     verdict["faults"] = [vars(f) for f in faults]
     verdict["fault_counts"] = dict(Counter(f.kind for f in faults))
     verdict["server_starts_failed"] = night.server_starts_failed
+    verdict["exited_on_their_own_and_started_again"] = dict(exits)
     verdict["minutes"] = round((time.monotonic() - began) / 60, 1)
     return verdict
 
@@ -509,7 +539,8 @@ def report(document: dict[str, Any]) -> None:
         print(f"\nwith Prefect's defaults, after the server was killed: {document['seconds_until_exit']} (seconds)")
         return
     print(f"\nsoak: {document['minutes']} min, seed {document['seed']}, faults {document['fault_counts']}"
-          f" (server starts that failed and were retried: {document['server_starts_failed']})")  # fmt: skip
+          f" (server starts that failed and were retried: {document['server_starts_failed']}; exited on their own"
+          f" and started again: {document['exited_on_their_own_and_started_again']})")  # fmt: skip
     documents = document["run_documents"]
     rows = [
         ["scheduled runs that came due", document["scheduled_runs"]],

@@ -25,11 +25,9 @@ import contextlib
 import io
 import os
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -41,7 +39,6 @@ if TYPE_CHECKING:
     from prefect.schedules import Schedule
 
     from flows.flow.parameters import MatrixParameters
-    from flows.server.outages import OutageLog
 
 
 class ServingStopped(AssayError):
@@ -137,7 +134,6 @@ def serve(args: argparse.Namespace) -> int:
         return serve_through_outages(served, str(backend.api_url))
 
 
-SWEEP_EVERY_S = 60.0  # how often a serving process looks for runs of this host whose process is gone
 DEFAULT_HEARTBEAT_S = 180  # Prefect's own default (flows.heartbeat_frequency)
 
 
@@ -169,8 +165,9 @@ def serve_through_outages(served: Served, api_url: str) -> int:
     registered and served again once the API answers, however long that takes. The schedule lives on
     the server, so nothing of it is lost; the deployment's concurrency limit keeps runs from overlapping."""
     from flows.server.outages import OutageLog
+    from flows.server.sweeper import Sweeper
 
-    with OutageLog(api_url, _say) as outages, _Sweeper(served, outages):
+    with OutageLog(api_url, _say) as outages, Sweeper(_finder(served.name), served.heartbeat_s, outages):
         restarts = 0
         while True:
             outages.wait_up()
@@ -259,49 +256,6 @@ def _finder(name: str) -> str:
 
 def _say(message: str) -> None:
     print(f"nightly: {message}", file=sys.stderr, flush=True)
-
-
-class _Sweeper:
-    """Every ``SWEEP_EVERY_S`` while the API answers: mark Crashed the runs of this host whose process is gone
-    (``flows.server.abandoned.sweep``: ad-hoc runs too, which send no heartbeats), and, once the API has
-    answered for a whole window, the deployment runs that fell silent anywhere and what they left unfinished
-    (``sweep_silent``, ``finish_crashed``: what the server's automation may miss)."""
-
-    def __init__(self, served: Served, outages: OutageLog) -> None:
-        self._served, self._outages = served, outages
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="assay-sweep", daemon=True)
-
-    def __enter__(self) -> _Sweeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(SWEEP_EVERY_S):
-            if self._outages.lost:
-                continue
-            with contextlib.suppress(Exception):  # the next sweep tries again; serving goes on
-                self.sweep_once()
-
-    def sweep_once(self) -> None:
-        from datetime import datetime, timedelta
-
-        from prefect.client.orchestration import get_client
-
-        from flows.server import silent_runs
-        from flows.server.abandoned import finish_crashed, sweep, sweep_silent
-
-        finder = _finder(self._served.name)
-        with get_client(sync_client=True) as client:
-            sweep(client, finder=finder)
-            window = silent_runs.ensure(client, self._served.heartbeat_s).window_s
-            if self._outages.up_for() >= window:
-                sweep_silent(client, window, finder)
-            finish_crashed(client, since=datetime.now(UTC) - timedelta(hours=1))
 
 
 def refuse_a_work_pool_deployment(name: str) -> None:

@@ -33,6 +33,7 @@ Prefect is imported lazily: ``python -m`` quiets it first.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -169,14 +170,16 @@ def _window_of(found: Automation) -> int | None:
     return int(within.total_seconds()) if isinstance(within, timedelta) else None
 
 
+USAGE = "usage: python -m flows.server.silent_runs [--watch]  (PREFECT_API_URL names the server)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m flows.server.silent_runs``: create (or widen) the automation on ``PREFECT_API_URL``'s server
-    for this environment's heartbeat (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, 180 s by default): one line."""
-    if list(sys.argv[1:] if argv is None else argv):
-        print(
-            "usage: python -m flows.server.silent_runs  (no arguments: PREFECT_API_URL names the server)",
-            file=sys.stderr,
-        )
+    """``python -m flows.server.silent_runs [--watch]``: create (or widen) the automation on ``PREFECT_API_URL``'s
+    server for this environment's heartbeat (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, 180 s by default), one line;
+    with ``--watch``, then sweep every minute until stopped (``flows.server.sweeper``, as ``nightly.py`` does)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args not in ([], ["--watch"]):
+        print(USAGE, file=sys.stderr)
         return 2
     quiet_prefect()
     from prefect.client.orchestration import get_client
@@ -203,6 +206,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"automation {NAME!r} {done.outcome} on {url}: a deployment run silent for {done.window_s} s is marked Crashed"
     )
+    sys.stdout.flush()
+    return _watch(url, heartbeat) if args else 0
+
+
+def _watch(url: str, heartbeat: int) -> int:
+    """Sweep every minute until SIGTERM or Ctrl-C (exit 0); each lost and regained connection said once."""
+    import signal
+    import threading
+
+    from flows.server.outages import OutageLog
+    from flows.server.sweeper import Sweeper
+
+    def say(message: str) -> None:
+        print(f"silent_runs: {message}", flush=True)
+
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    finder = "python -m flows.server.silent_runs --watch"
+    with (
+        OutageLog(url, say) as outages,
+        Sweeper(finder, heartbeat, outages, said=say),
+        contextlib.suppress(KeyboardInterrupt),
+    ):
+        stopped.wait()
     return 0
 
 

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -65,13 +66,13 @@ def is_final(team: TeamServer, flow_run_id: UUID) -> bool:
 
 
 def test_serve_keeps_serving_through_an_outage_and_runs_what_came_due(team: TeamServer, tmp_path: Path) -> None:
-    """The server goes away for longer than Prefect's runner tolerates (three failed polls: here at once, as
-    the client does not retry); nightly.py says so once, waits, says once that it is back, and runs the run
-    that came due meanwhile."""
+    """The server goes away for longer than Prefect's runner tolerates (three failed polls: here within about
+    20 s, as the client retries twice instead of five times); nightly.py says so once, waits, says once that it
+    is back, and runs the run that came due meanwhile."""
     fixture = tmp_path / "quick.md"
     fixture.write_text(QUICK)
     stderr = tmp_path / "serve.err"
-    env = team.env(tmp_path / "home", PREFECT_RUNNER_POLL_FREQUENCY="1", PREFECT_CLIENT_MAX_RETRIES="0")
+    env = team.env(tmp_path / "home", PREFECT_RUNNER_POLL_FREQUENCY="1", PREFECT_CLIENT_MAX_RETRIES="2")
     with stderr.open("w") as errors:
         served = subprocess.Popen(
             [sys.executable, str(NIGHTLY), str(fixture), "--name", "outage", "--out", str(tmp_path / "state")],
@@ -85,10 +86,14 @@ def test_serve_keeps_serving_through_an_outage_and_runs_what_came_due(team: Team
             # Comes due while the server is down: later than the runner looks ahead (10 s) once it is stopped.
             due = datetime.now(UTC) + timedelta(seconds=30)
             waiting = client.create_flow_run_from_deployment(deployment.id, state=Scheduled(scheduled_time=due))
+            abandoned = _running_run_of_a_gone_process(client)
         team.stop()
         assert datetime.now(UTC) < due - timedelta(seconds=10), "the server took too long to stop"
+        stopped_at = datetime.now(UTC)
         wait_until(lambda: any(line.startswith(LOST) for line in lines_of(stderr)), "nightly.py saw the outage", 120)
-        wait_until(lambda: datetime.now(UTC) > due + timedelta(seconds=2), "the run came due during the outage")
+        # Long enough for the runner to give up (about 20 s here), and past the run's due time.
+        back_at = max(due + timedelta(seconds=2), stopped_at + timedelta(seconds=45))
+        wait_until(lambda: datetime.now(UTC) > back_at, "the outage lasted", 120)
         assert served.poll() is None, stderr.read_text()
         team.start()
         if not until(lambda: is_final(team, waiting.id), 180, every_s=0.5):
@@ -99,6 +104,13 @@ def test_serve_keeps_serving_through_an_outage_and_runs_what_came_due(team: Team
         stop_group(served)
     state = final_state(team, waiting.id)
     assert state.name == "Completed", (state.name, state.message)
+    # nightly.py sweeps this host's runs as it serves again: a run whose process is gone does not stay Running.
+    swept = final_state(team, abandoned.id)
+    assert (swept.name, swept.message) == (
+        "Crashed",
+        f"its process ({abandoned.infrastructure_pid}) is gone: killed, or lost; found by deployments/nightly.py "
+        "serving assay-matrix/outage",
+    )
     said = lines_of(stderr)
     assert len([line for line in said if line.startswith(LOST)]) == 1, said  # said once, not once a poll
     assert len([line for line in said if REGAINED in line]) == 1, said
@@ -110,6 +122,23 @@ def _told(team: TeamServer, run: FlowRun) -> str:
     """One line on a flow run as the UI shows it (for a failing test's message)."""
     state = final_state(team, run.id)
     return f"{run.name} of {run.deployment_id}: {state.name} since {state.timestamp:%H:%M:%S}: {state.message}"
+
+
+def _running_run_of_a_gone_process(client: SyncPrefectClient) -> FlowRun:
+    """A Running ``assay-matrix`` flow run (of a deployment nobody serves) whose recorded process has exited."""
+    from prefect.states import Running
+
+    from flows.server.owners import Owner
+
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    flow_id = client.create_flow_from_name("assay-matrix")
+    deployment_id = client.create_deployment(flow_id=flow_id, name="unserved", entrypoint="x.py:f")
+    flow_run = client.create_flow_run_from_deployment(deployment_id)
+    client.set_flow_run_state(flow_run.id, Pending())
+    client.set_flow_run_state(flow_run.id, Running())
+    client.update_flow_run(flow_run.id, infrastructure_pid=str(Owner(socket.gethostname(), exited.pid)))
+    return client.read_flow_run(flow_run.id)
 
 
 def _deployment(client: SyncPrefectClient, name: str) -> Any:
@@ -260,7 +289,7 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
         flow_run_of = lambda parent: processes_in(parent, "prefect.engine") or processes_in(parent, "spawn_main")  # noqa: E731
         wait_until(lambda: flow_run_of(workers[0].pid) or flow_run_of(workers[1].pid), "a worker's run started", 120)
         victim = (flow_run_of(workers[0].pid) or flow_run_of(workers[1].pid))[0]
-        os.kill(victim, signal.SIGKILL)  # its worker reports it
+        os.kill(victim, signal.SIGKILL)  # its worker reports it (Prefect's own crash report)
         os.kill(workers[0].pid, signal.SIGKILL)  # alone: a run of its own, if any, finishes without it
         workers[0].wait(timeout=20)
         wait_until(lambda: flow_run_of(serve.pid), "a served run started", 120)
@@ -283,6 +312,8 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
         if message.startswith("assay verdict "):
             verdicts[message.split("(run ", 1)[1].split(")", 1)[0]] = message.split()[2]
     assert verdicts, "no run got to a verdict"
+    [reported] = [run for run in runs if _infrastructure_pid(team, run.id) == str(victim)]
+    assert final_state(team, reported.id).message.startswith("Process exited with status code: -9")
     documents = {path.parent.name: json.loads(path.read_text()) for path in state_dir.glob("runs/*/run.json")}
     assert {run_id: documents[run_id]["status"] for run_id in verdicts} == verdicts
     with client_of(team) as client:
@@ -320,6 +351,11 @@ def test_the_sweep_applies_the_automations_rule_to_what_the_server_stored(team: 
         "its process is gone: no heartbeat or state change for 5 s; found by a test",
     )
     assert states[beating.id].name == "Running" and states[fresh.id].name == "Pending"
+
+
+def _infrastructure_pid(team: TeamServer, flow_run_id: UUID) -> str | None:
+    with client_of(team) as client:
+        return client.read_flow_run(flow_run_id).infrastructure_pid
 
 
 def _changed(client: SyncPrefectClient, flow_run_id: UUID) -> datetime:
