@@ -3,7 +3,8 @@
     python deployments/nightly.py examples/matrix.md --cron "0 2 * * *" --timezone Europe/Paris \\
         --baseline shipped --tag team-a
 
-The process stays up and runs the matrix on schedule, and on demand from the
+The process stays up, through outages of its server of any length (each said
+once on stderr), and runs the matrix on schedule, and on demand from the
 UI ("Run" on the ``assay-matrix/nightly-serve`` deployment; ``deployments/prefect.yaml``'s
 is ``assay-matrix/nightly``, and serving never takes over a deployment of a work pool). It uses the same
 Prefect API as ``assay run``: ``PREFECT_API_URL`` when set, else this Prefect
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import io
 import os
 import sys
 import time
@@ -169,21 +169,22 @@ def serve_through_outages(served: Served, api_url: str) -> int:
 
     with OutageLog(api_url, _say) as outages, Sweeper(_finder(served.name), served.heartbeat_s, outages):
         restarts = 0
-        while True:
-            outages.wait_up()
-            began = time.monotonic()
-            try:
-                _prepare(served)
-                _serve_once(served)
-                return 0
-            except KeyboardInterrupt:
-                return 0
-            except Exception as exc:  # noqa: BLE001 - an outage is waited out; anything else is one line
-                if not _is_outage(exc) and not outages.lost and probe_health(api_url) == "up":
-                    raise ServingStopped(f"serving assay-matrix/{served.name} stopped: {_one_line(exc)}") from None
-                outages.lost_now(_one_line(exc))
-            restarts = 0 if time.monotonic() - began > 60 else restarts + 1
-            time.sleep(min(2.0**restarts, 30.0))  # an API that answers but keeps failing is not hammered
+        try:
+            while True:
+                outages.wait_up()
+                began = time.monotonic()
+                try:
+                    _prepare(served)
+                    _serve_once(served)
+                    return 0
+                except Exception as exc:  # noqa: BLE001 - an outage is waited out; anything else is one line
+                    if not _is_outage(exc) and not outages.lost and probe_health(api_url) == "up":
+                        raise ServingStopped(f"serving assay-matrix/{served.name} stopped: {_one_line(exc)}") from None
+                    outages.lost_now(_one_line(exc))
+                restarts = 0 if time.monotonic() - began > 60 else restarts + 1
+                time.sleep(min(2.0**restarts, 30.0))  # an API that answers but keeps failing is not hammered
+        except KeyboardInterrupt:  # Ctrl-C, while serving or waiting for the API: stopped, as SIGTERM
+            return 0
 
 
 def _prepare(served: Served) -> None:
@@ -217,7 +218,7 @@ def _serve_once(served: Served) -> None:
         description="assay fixture matrix on a schedule (deployments/nightly.py)",
     )
     # Prefect's poll loop prints its failures and tracebacks with print(); outages are said once, on stderr.
-    with contextlib.redirect_stdout(io.StringIO()):
+    with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere):
         asyncio.run(runner.start())
 
 

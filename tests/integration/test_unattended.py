@@ -313,7 +313,9 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
             verdicts[message.split("(run ", 1)[1].split(")", 1)[0]] = message.split()[2]
     assert verdicts, "no run got to a verdict"
     [reported] = [run for run in runs if _infrastructure_pid(team, run.id) == str(victim)]
-    assert final_state(team, reported.id).message.startswith("Process exited with status code: -9")
+    assert final_state(team, reported.id).message.startswith(
+        "Flow run infrastructure exited with non-zero status code -9. Process exited due to a SIGKILL signal."
+    )
     documents = {path.parent.name: json.loads(path.read_text()) for path in state_dir.glob("runs/*/run.json")}
     assert {run_id: documents[run_id]["status"] for run_id in verdicts} == verdicts
     with client_of(team) as client:
@@ -375,3 +377,30 @@ def _heartbeats(client: SyncPrefectClient, flow_run_id: UUID) -> bool:
         limit=1,
     )
     return bool(found.events)
+
+
+def test_the_watch_beside_workers_keeps_the_automation_and_sweeps_every_minute(
+    team: TeamServer, tmp_path: Path
+) -> None:
+    """``python -m flows.server.silent_runs --watch``: the automation, then nightly.py's minute sweep without
+    nightly.py (a run of this host whose process is gone is marked Crashed); SIGTERM ends it with 0."""
+    env = team.env(tmp_path / "home", PREFECT_FLOWS_HEARTBEAT_FREQUENCY="30")
+    with client_of(team) as client:
+        abandoned = _running_run_of_a_gone_process(client)
+    output = tmp_path / "watch.out"
+    with output.open("w") as out:
+        watch = subprocess.Popen([sys.executable, "-m", "flows.server.silent_runs", "--watch"], cwd=REPO, env=env,
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        wait_until(lambda: final_state(team, abandoned.id).name == "Crashed", "the watch swept the run", 180)
+        os.killpg(watch.pid, signal.SIGTERM)
+        assert watch.wait(timeout=60) == 0
+    finally:
+        stop_group(watch)
+    said = output.read_text().splitlines()
+    assert said[0].startswith(f"automation {silent_runs.NAME!r} ") and said[0].endswith(" is marked Crashed"), said
+    assert f"silent_runs: marked flow run {abandoned.name!r} Crashed: its process is gone" in said
+    assert final_state(team, abandoned.id).message == (
+        f"its process ({abandoned.infrastructure_pid}) is gone: killed, or lost; found by "
+        "python -m flows.server.silent_runs --watch"
+    )
