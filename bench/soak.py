@@ -62,7 +62,7 @@ WINDOW_S = 180  # flows.server.silent_runs.window_for(30): three heartbeats, at 
 SERVE_PERIOD_S = 60
 FIXTURE = (
     "| Name | Command | CEL |\n|---|---|---|\n"
-    "| slow | `sh -c 'sleep 2; echo {\"ok\": true}'` | `json.ok` |\n"
+    "| slow | `sleep 2; echo '{\"ok\": true}'` | `json.ok` |\n"
     "| quick | `echo '{\"ok\": true}'` | `json.ok` |\n"
 )
 VERDICT = re.compile(r"^assay verdict (PASS|FAIL|ERR)\b.*\(run (\S+)\)")

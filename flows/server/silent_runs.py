@@ -10,23 +10,27 @@ trigger, as Prefect documents for zombie flow runs) watches every flow run of
 ``assay-matrix`` that belongs to a deployment: once it is Pending, Running or
 has sent a heartbeat, another heartbeat or state change must follow within
 the window (three heartbeats, at least 3 minutes), else it is marked Crashed
-with the reason. Its
-deployment concurrency slot is released by that transition (Prefect's
-``ReleaseFlowConcurrencySlots``), so later scheduled runs are not stuck.
+with the reason. Its deployment concurrency slot is released by that
+transition (Prefect's ``ReleaseFlowConcurrencySlots``), so later scheduled
+runs are not stuck. The state change is not forced: a run that has ended
+meanwhile keeps its final state.
 
-Its state (the open windows) lives in the server's database, so a window that
-ran out while the server was down fires once it is back. The state change is
-not forced: a run that has ended meanwhile keeps its final state.
+Its state (the open windows) lives in the server's database and survives a
+restart, but Prefect 3.9.1 sweeps away, unfired, a window that ended more than
+``PREFECT_SERVER_EVENTS_EXPIRED_BUCKET_BUFFER`` (60 s) before the server is
+back, and a killed server loses the events it had not yet handed to its
+automations: ``flows.server.sweeper`` applies the same rule to what the server
+stored, every minute.
 
 ``ensure`` creates it once per server, idempotently: ``deployments/nightly.py``
 when it starts serving (and after an outage), every deployment run as it
 starts (a worker's runs on a server where nothing serves), and
 ``python -m flows.server.silent_runs`` (the workers' setup, right after
 ``prefect deploy``: the first run on a fresh server is watched from its
-start). The automation only sees events that come after it exists: a run that
-started before, and dies before its next heartbeat, is not watched. The window
-only ever widens, to three heartbeats of the slowest process that ensured it;
-delete the automation to narrow it.
+start; ``--watch`` then sweeps every minute). The automation only sees events
+that come after it exists: a run that started before, and dies before its next
+heartbeat, is not watched. The window only ever widens, to that of the slowest
+heartbeat that ensured it; delete the automation to narrow it.
 
 Prefect is imported lazily: ``python -m`` quiets it first.
 """

@@ -249,7 +249,7 @@ def _claimed_and_never_started(client: SyncPrefectClient) -> FlowRun:
     return flow_run
 
 
-SLEEPY = "| Name | Command | CEL |\n|---|---|---|\n| ok | `sh -c 'sleep 2; echo {\"ok\": true}'` | `json.ok` |\n"
+SLEEPY = "| Name | Command | CEL |\n|---|---|---|\n| ok | `sleep 2; echo '{\"ok\": true}'` | `json.ok` |\n"
 
 
 def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer, tmp_path: Path) -> None:
@@ -290,6 +290,10 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
         wait_until(lambda: flow_run_of(workers[0].pid) or flow_run_of(workers[1].pid), "a worker's run started", 120)
         victim = (flow_run_of(workers[0].pid) or flow_run_of(workers[1].pid))[0]
         os.kill(victim, signal.SIGKILL)  # its worker reports it (Prefect's own crash report)
+        wait_until(lambda: _run_of_process(team, runs, victim), "the victim's flow run is known", 60)
+        reported = _run_of_process(team, runs, victim)
+        assert reported is not None
+        wait_until(lambda: is_final(team, reported.id), "the worker reported its run's process gone", 120)
         os.kill(workers[0].pid, signal.SIGKILL)  # alone: a run of its own, if any, finishes without it
         workers[0].wait(timeout=20)
         wait_until(lambda: flow_run_of(serve.pid), "a served run started", 120)
@@ -312,7 +316,6 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
         if message.startswith("assay verdict "):
             verdicts[message.split("(run ", 1)[1].split(")", 1)[0]] = message.split()[2]
     assert verdicts, "no run got to a verdict"
-    [reported] = [run for run in runs if _infrastructure_pid(team, run.id) == str(victim)]
     assert final_state(team, reported.id).message.startswith(
         "Flow run infrastructure exited with non-zero status code -9. Process exited due to a SIGKILL signal."
     )
@@ -355,9 +358,11 @@ def test_the_sweep_applies_the_automations_rule_to_what_the_server_stored(team: 
     assert states[beating.id].name == "Running" and states[fresh.id].name == "Pending"
 
 
-def _infrastructure_pid(team: TeamServer, flow_run_id: UUID) -> str | None:
+def _run_of_process(team: TeamServer, runs: list[FlowRun], pid: int) -> FlowRun | None:
+    """The flow run whose worker recorded ``pid`` as its process (Prefect 3.9.1: a bare pid)."""
     with client_of(team) as client:
-        return client.read_flow_run(flow_run_id).infrastructure_pid
+        found = [run for run in runs if client.read_flow_run(run.id).infrastructure_pid == str(pid)]
+    return found[0] if found else None
 
 
 def _changed(client: SyncPrefectClient, flow_run_id: UUID) -> datetime:
