@@ -1,7 +1,7 @@
 """A bad night: a served schedule and two workers on a PostgreSQL server, with the server, a worker, the
 serving process and flow-run processes killed at random (seeded) moments.
 
-    python bench/soak.py [--runs 20] [--every 20] [--fault-every 30] [--seed 7] [--out bench/results/soak.json]
+    python bench/soak.py [--runs 20] [--every 60] [--fault-every 40] [--seed 7] [--out bench/results/soak.json]
     python bench/soak.py --give-up     # ~25 min: how long Prefect's own worker and serve outlive an outage
 
 The team setup of the README, for real: ``deployments/postgres_server.py start`` (``--server direct``
@@ -74,14 +74,14 @@ SERVE_DEPLOYMENT = "assay-matrix/soak-serve"
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="scheduled runs to come due under faults (default 20)")
-    parser.add_argument("--every", type=int, default=20, help="the pool deployment's interval, seconds (default 20)")
-    parser.add_argument("--fault-every", type=float, default=30.0, help="mean seconds between faults (default 30)")
+    parser.add_argument("--every", type=int, default=60, help="the pool deployment's interval, seconds (default 60)")
+    parser.add_argument("--fault-every", type=float, default=40.0, help="mean seconds between faults (default 40)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--server", choices=("script", "direct"), default="script",
         help="start Prefect's server with postgres_server.py (default) or as a child of this script (direct)",
     )  # fmt: skip
-    parser.add_argument("--after", type=int, default=180, help="seconds the schedules run on after the faults")
+    parser.add_argument("--after", type=int, default=120, help="seconds the schedules run on after the faults")
     parser.add_argument("--out", help="JSON file (default bench/results/soak.json, or soak-give-up.json)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, state) and print it")
     parser.add_argument("--give-up", action="store_true", help="measure how long Prefect's worker and serve last")
