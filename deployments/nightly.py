@@ -3,7 +3,8 @@
     python deployments/nightly.py examples/matrix.md --cron "0 2 * * *" --timezone Europe/Paris \\
         --baseline shipped --tag team-a
 
-The process stays up and runs the matrix on schedule, and on demand from the
+The process stays up, through outages of its server of any length (each said
+once on stderr), and runs the matrix on schedule, and on demand from the
 UI ("Run" on the ``assay-matrix/nightly-serve`` deployment; ``deployments/prefect.yaml``'s
 is ``assay-matrix/nightly``, and serving never takes over a deployment of a work pool). It uses the same
 Prefect API as ``assay run``: ``PREFECT_API_URL`` when set, else this Prefect
@@ -20,17 +21,28 @@ this process's working folder and the paths it serves (``flows.flow.confinement`
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
 import sys
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
+
+from fixtures_core.errors import AssayError
+from flows.server.api_watch import probe_health
 
 if TYPE_CHECKING:
     from prefect.schedules import Schedule
 
     from flows.flow.parameters import MatrixParameters
+
+
+class ServingStopped(AssayError):
+    """Serving failed for a reason other than an unreachable API; one line says it."""
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -108,20 +120,143 @@ def serve(args: argparse.Namespace) -> int:
 
     from prefect.settings import temporary_settings
 
-    from flows.flow.matrix import matrix_flow
-
     with temporary_settings(updates=backend.prefect_settings()):
         refuse_a_work_pool_deployment(args.name)
         allow_what_is_served(parameters)
-        matrix_flow.serve(
+        served = Served(
             name=args.name,
-            schedules=[schedule],
+            schedule=schedule,
             parameters=parameters.model_dump(),
-            tags=run_tags(options, planned.matrix, parameters.tags),  # the tags each of its runs gets
-            global_limit=args.concurrency_limit,
-            description="assay fixture matrix on a schedule (deployments/nightly.py)",
+            tags=tuple(run_tags(options, planned.matrix, parameters.tags)),  # the tags each of its runs gets
+            concurrency_limit=args.concurrency_limit,
+            heartbeat_s=served_heartbeat(),
         )
-    return 0
+        return serve_through_outages(served, str(backend.api_url))
+
+
+DEFAULT_HEARTBEAT_S = 180  # Prefect's own default (flows.heartbeat_frequency)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What one ``nightly.py`` serves: the deployment ``assay-matrix/NAME`` and its runs' heartbeat."""
+
+    name: str
+    schedule: Schedule
+    parameters: dict[str, Any]
+    tags: tuple[str, ...]
+    concurrency_limit: int
+    heartbeat_s: int
+
+
+def served_heartbeat() -> int:
+    """Seconds between the served runs' heartbeats: Prefect's setting, never off (the automation that
+    marks silent runs Crashed counts on them)."""
+    from prefect.settings import get_current_settings
+
+    from flows.server.silent_runs import heartbeat_seconds
+
+    return heartbeat_seconds(get_current_settings().flows.heartbeat_frequency or DEFAULT_HEARTBEAT_S) or 0
+
+
+def serve_through_outages(served: Served, api_url: str) -> int:
+    """Serve until stopped (SIGTERM, Ctrl-C: 0). Prefect's runner gives up after three failed polls of an
+    unreachable API (``critical_service_loop``: "Failed the last 3 attempts"): then the deployment is
+    registered and served again once the API answers, however long that takes. The schedule lives on
+    the server, so nothing of it is lost; the deployment's concurrency limit keeps runs from overlapping."""
+    from flows.server.outages import OutageLog
+    from flows.server.sweeper import Sweeper
+
+    with OutageLog(api_url, _say) as outages, Sweeper(_finder(served.name), served.heartbeat_s, outages):
+        restarts = 0
+        try:
+            while True:
+                outages.wait_up()
+                began = time.monotonic()
+                try:
+                    _prepare(served)
+                    _serve_once(served)
+                    return 0
+                except Exception as exc:  # noqa: BLE001 - an outage is waited out; anything else is one line
+                    if not _is_outage(exc) and not outages.lost and probe_health(api_url) == "up":
+                        raise ServingStopped(f"serving assay-matrix/{served.name} stopped: {_one_line(exc)}") from None
+                    outages.lost_now(_one_line(exc))
+                restarts = 0 if time.monotonic() - began > 60 else restarts + 1
+                time.sleep(min(2.0**restarts, 30.0))  # an API that answers but keeps failing is not hammered
+        except KeyboardInterrupt:  # Ctrl-C, while serving or waiting for the API: stopped, as SIGTERM
+            return 0
+
+
+def _prepare(served: Served) -> None:
+    """Before (re)serving: the automation that marks silent runs Crashed, and runs of this host whose process
+    is gone (e.g. served runs the runner killed as it gave up) marked Crashed now."""
+    from prefect.client.orchestration import get_client
+
+    from flows.server import silent_runs
+    from flows.server.abandoned import sweep
+
+    with get_client(sync_client=True) as client:
+        silent_runs.ensure(client, served.heartbeat_s)
+        sweep(client, finder=_finder(served.name))
+
+
+def _serve_once(served: Served) -> None:
+    """Register ``assay-matrix/NAME`` with its schedule and serve it until stopped (returns) or until
+    Prefect's runner gives up on the API (raises)."""
+    from prefect.runner import Runner
+
+    from flows.flow.matrix import matrix_flow
+
+    runner = Runner(name=served.name, heartbeat_seconds=served.heartbeat_s)
+    runner.add_flow(
+        matrix_flow,
+        name=served.name,
+        schedules=[served.schedule],
+        parameters=served.parameters,
+        tags=list(served.tags),
+        concurrency_limit=served.concurrency_limit,
+        description="assay fixture matrix on a schedule (deployments/nightly.py)",
+    )
+    # Prefect's poll loop prints its failures and tracebacks with print(); outages are said once, on stderr.
+    with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere):
+        asyncio.run(runner.start())
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it groups or was raised from) says the API could not be reached or failed
+    on its side: a transport error, an HTTP 5xx, or Prefect's runner giving up after failed polls."""
+    import httpx
+
+    pending, seen = [exc], set()
+    while pending:
+        found = pending.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, httpx.TransportError):
+            return True
+        if isinstance(found, httpx.HTTPStatusError) and found.response.status_code >= 500:
+            return True
+        if isinstance(found, RuntimeError) and "exceeded error threshold" in str(found):
+            return True
+        if isinstance(found, BaseExceptionGroup):
+            pending.extend(found.exceptions)
+        pending.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
+    return False
+
+
+def _one_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _finder(name: str) -> str:
+    return f"deployments/nightly.py serving assay-matrix/{name}"
+
+
+def _say(message: str) -> None:
+    print(f"nightly: {message}", file=sys.stderr, flush=True)
 
 
 def refuse_a_work_pool_deployment(name: str) -> None:

@@ -96,6 +96,7 @@ from flows.flow.parameters import MatrixParameters, bounded, flow_args_doc, flow
 from flows.flow.prefect_logs import InternalLog, quiet_task_runs, quiet_verdict_exits  # noqa: E402
 from flows.flow.row_subflow import RowSubflow, RowSubflows  # noqa: E402
 from flows.flow.stored_parameters import install, not_given  # noqa: E402
+from flows.server import silent_runs  # noqa: E402
 from flows.server.abandoned import mark_abandoned  # noqa: E402
 from flows.server.api_watch import ApiWatch  # noqa: E402
 from flows.server.lease_guard import LeaseGuard  # noqa: E402
@@ -469,12 +470,15 @@ def _known_as(run_id: str) -> None:
 
 def _mark_abandoned_runs(flow_run: FlowRun, resumed: str | None, pooled: bool) -> None:
     """``mark_abandoned`` with a client of its own (first recording this run's owner in its label when it
-    runs on a work pool); a failure only costs the tidying."""
+    runs on a work pool, and making sure a deployment run's server has the automation that marks silent
+    deployment runs Crashed); a failure only costs the tidying."""
     logger = get_run_logger()
     try:
         with get_client(sync_client=True) as client:
             if pooled:
                 client.update_flow_run_labels(flow_run.id, {OWNER_LABEL: str(Owner.here())})
+            if flow_run.deployment_id is not None:
+                silent_runs.ensure_for_this_process(client, logger)
             marked = mark_abandoned(client, flow_run, resumed=resumed)
     except Exception as exc:  # noqa: BLE001 - tidying others' states never stops this run
         logger.debug("could not look for abandoned flow runs: %s", exc)

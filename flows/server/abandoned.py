@@ -1,4 +1,4 @@
-"""Flow runs whose process is gone: marked Crashed by the next assay run that sees them.
+"""Flow runs whose process is gone: marked Crashed by the next assay run, or serving process, that sees them.
 
 Heartbeats are off for ``assay run`` (they cost about 1 s per run), so a run
 killed with SIGKILL, or whose machine lost the server, would stay Running in
@@ -9,20 +9,33 @@ every new run, whoever started it, marks Crashed each Running one of this host
 whose process is gone, or is a newer process that reused its pid, and with it
 whatever of that run is unfinished: its rows' subflow runs (Pending or
 Running) and the task runs of both (rows, samples, finalize). A run on another
-host, or whose owner is unknown, is never judged from here.
+host, or whose owner is unknown, is never judged from here (``sweep``).
+``deployments/nightly.py`` sweeps so every minute while it serves.
+
+Deployment runs send heartbeats, and the server's automation
+(``flows.server.silent_runs``) marks one Crashed once it falls silent,
+wherever it ran. ``sweep_silent`` applies the same rule to what the server
+stored (a killed server may lose the last events of a run before its
+automations see them), and ``finish_crashed`` marks Crashed what such a run
+left unfinished, which the automation does not; ``nightly.py`` runs both
+every minute, once the API has answered for a whole window.
 """
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
+from uuid import UUID
 
 from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.filters import (
     FlowFilter,
     FlowFilterName,
     FlowRunFilter,
+    FlowRunFilterDeploymentId,
+    FlowRunFilterEndTime,
     FlowRunFilterParentFlowRunId,
     FlowRunFilterState,
     FlowRunFilterStateType,
@@ -32,6 +45,8 @@ from prefect.client.schemas.filters import (
     TaskRunFilterStateType,
 )
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.client.schemas.responses import SetStateStatus
+from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
 from prefect.states import Crashed
 
 from flows.server import owners
@@ -60,6 +75,14 @@ def mark_abandoned(client: SyncPrefectClient, current: FlowRun, resumed: str | N
 
     ``resumed`` is the flow-run name of a run this one resumes: its old flow run's message says so.
     """
+    return sweep(client, finder=f"flow run {current.name!r}", skip=current.id, resumed=resumed)
+
+
+def sweep(
+    client: SyncPrefectClient, finder: str, skip: UUID | None = None, resumed: str | None = None
+) -> list[FlowRun]:
+    """``mark_abandoned`` for any ``finder`` (who found them, as the message says: a flow run, a serving
+    process); ``skip`` is the finder's own flow run."""
     host = socket.gethostname()
     running = client.read_flow_runs(
         flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
@@ -68,9 +91,9 @@ def mark_abandoned(client: SyncPrefectClient, current: FlowRun, resumed: str | N
     )
     marked = []
     for found in running:
-        if found.id == current.id or not is_gone(found, host):
+        if found.id == skip or not is_gone(found, host):
             continue
-        message = f"its process ({owner(found)}) is gone: killed, or lost; found by flow run {current.name!r}"
+        message = f"its process ({owner(found)}) is gone: killed, or lost; found by {finder}"
         if resumed is not None and found.name == resumed:
             message += ", which resumes it"
         # Its parts first: should this fail half-way, the run is still Running, and the next run finds it again.
@@ -80,9 +103,72 @@ def mark_abandoned(client: SyncPrefectClient, current: FlowRun, resumed: str | N
     return marked
 
 
-def crash_within(client: SyncPrefectClient, flow_run: FlowRun, message: str) -> None:
+def sweep_silent(client: SyncPrefectClient, window_s: int, finder: str) -> list[FlowRun]:
+    """Mark Crashed every Pending or Running flow run of an ``assay-matrix`` deployment, on any host, that has
+    had no state change and sent no heartbeat for ``window_s`` seconds, and then what it left unfinished.
+
+    The rule of the automation in ``flows.server.silent_runs``, read from what the server stored: it also
+    finds a run whose last events a killed server lost before its automations saw them. The change is not
+    forced: a run that reported its end meanwhile keeps it. Judge only with an API that has answered for a
+    whole window, or a live run's heartbeats lost to the outage would count against it.
+    """
+    now = datetime.now(UTC)
+    candidates = _pages(lambda offset: client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+        flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PENDING, StateType.RUNNING])),
+            deployment_id=FlowRunFilterDeploymentId(is_null_=False),
+        ),
+        limit=_PAGE, offset=offset))  # fmt: skip
+    marked = []
+    for found in candidates:
+        changed = found.state.timestamp if found.state is not None else None
+        if changed is None or (now - changed).total_seconds() < window_s:
+            continue
+        if _heartbeat_since(client, found.id, now - timedelta(seconds=window_s)):
+            continue
+        message = f"its process is gone: no heartbeat or state change for {window_s} s; found by {finder}"
+        if client.set_flow_run_state(found.id, Crashed(message=message)).status == SetStateStatus.ACCEPT:
+            crash_within(client, found, message)
+            marked.append(found)
+    return marked
+
+
+def finish_crashed(client: SyncPrefectClient, since: datetime) -> int:
+    """Mark Crashed what ``assay-matrix`` flow runs that ended Crashed after ``since`` left unfinished (rows'
+    subflow runs, task runs), with their own message: Prefect's automation marks only the flow run itself.
+    The number of runs tidied."""
+    crashed = client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+        flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CRASHED])),
+            end_time=FlowRunFilterEndTime.model_validate({"after_": since}),
+        ),
+        limit=_PAGE,
+    )
+    tidied = 0
+    for found in crashed:
+        message = (found.state.message if found.state is not None else None) or "its flow run crashed"
+        tidied += crash_within(client, found, message) > 0
+    return tidied
+
+
+def _heartbeat_since(client: SyncPrefectClient, flow_run_id: UUID, since: datetime) -> bool:
+    """True when the flow run sent a heartbeat event since ``since``."""
+    page = client.read_events(
+        EventFilter(
+            occurred=EventOccurredFilter.model_validate({"since": since}),
+            event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+            resource=EventResourceFilter(id=[f"prefect.flow-run.{flow_run_id}"]),
+        ),
+        limit=1,
+    )
+    return bool(page.events)
+
+
+def crash_within(client: SyncPrefectClient, flow_run: FlowRun, message: str) -> int:
     """Mark Crashed, with ``message``, the unfinished subflow runs of ``flow_run`` (its rows) and the
-    unfinished task runs of both (rows, samples, finalize)."""
+    unfinished task runs of both (rows, samples, finalize); how many it marked."""
     subflows = _pages(lambda offset: client.read_flow_runs(
         flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run.id]),
@@ -100,6 +186,7 @@ def crash_within(client: SyncPrefectClient, flow_run: FlowRun, message: str) -> 
         limit=_PAGE, offset=offset))  # fmt: skip
     for task_run in tasks:
         client.set_task_run_state(task_run.id, Crashed(message=message), force=True)
+    return len(subflows) + len(tasks)
 
 
 def _pages(read: Callable[[int], list[T]]) -> list[T]:
