@@ -19,13 +19,15 @@ provider=claude (2 of 2 held)") and asks again as soon as a slot looks free
 looks at the row's stop reasons (its time budget among them) every quarter
 second. Processes take turns: once a process gave back a slot, its own next
 sample of that limit waits as long as other processes' waiters take to look
-at the limit (``FreedSlots.longest_pause``: 0.19 s on a quick server, at most
-1.25 s) before it asks. Otherwise it would always win (it asks at once, they look
-now and then), and another process's samples would wait for all of its
-samples, their rows' budgets running out meanwhile. The increments and releases here do not wait out Prefect's
-client back-off on a busy server (503: two seconds, then four): a refused
-increment waits for the next free slot like a locked one, and a release is
-tried again at once, a few times.
+at the limit (``FreedSlots.longest_pause``: 0.19 s on a quick server, at
+most 1.25 s) before it asks. Otherwise it would always win (it asks at once,
+they look now and then), and another process's samples would wait for all
+of its samples, their rows' budgets running out meanwhile.
+
+The increments and releases here do not wait out Prefect's client back-off
+on a busy server (503, or a lost connection: two seconds, then four): a
+refused increment waits for the next free slot like a locked one, and a
+release is tried again at once, a few times.
 
 Slots are held through leases that this process renews while the sample
 runs, so a run that dies stops renewing; the lease guard (``flows.server.lease_guard``)
@@ -178,6 +180,8 @@ class GlobalLimits:
                 if exc.response.status_code in _BUSY:
                     return None
                 raise
+            except httpx.TransportError:  # a granted lease whose answer was lost is repossessed when it expires
+                return None
         return UUID(response.json()["lease_id"])
 
     def _wait_for_free(self, caps: list[str], give_up: Callable[[], str | None]) -> None:
@@ -237,8 +241,8 @@ class GlobalLimits:
                 try:
                     client.release_concurrency_slots_with_lease(lease)
                     break
-                except PrefectHTTPStatusError as exc:
-                    if exc.response.status_code != 503 or pause is None:
+                except (PrefectHTTPStatusError, httpx.TransportError) as exc:
+                    if not _worth_another_try(exc) or pause is None:
                         raise
                 time.sleep(pause)
         if self._guard is not None:
@@ -289,18 +293,18 @@ def ensure_limit(
     Runs that start together create it at once, and all but one creation fail: 409 from a server that
     says so, a 5xx or a lost connection from one that failed on it (SQLite, PostgreSQL's unique name).
     None of that is an error here: the limit is read again, and created again after a pause (with jitter)
-    only while it is still missing. Only a server that keeps failing for ``pauses`` raises (its last error).
-    An increment of a limit that does not exist succeeds holding nothing, so this returns only a limit
-    read back from the server.
+    only while it is still missing. Only a server that keeps failing for ``pauses`` raises (its last error),
+    and at once an answer that no try can change (401, 422). An increment of a limit that does not exist
+    succeeds holding nothing, so this returns only a limit read back from the server.
     """
     jitter = random.Random()  # spreads the runs' tries apart; no figure depends on it
-    for pause in (*pauses, None):
+    for pause in pauses:
         try:
             return client.read_global_concurrency_limit_by_name(wanted.name)
         except ObjectNotFound:
             pass
-        except (PrefectHTTPStatusError, httpx.TransportError):
-            if pause is None:
+        except (PrefectHTTPStatusError, httpx.TransportError) as exc:
+            if not _worth_another_try(exc):
                 raise
             time.sleep(pause * jitter.uniform(0.5, 1.5))
             continue
@@ -308,11 +312,16 @@ def ensure_limit(
             client.create_global_concurrency_limit(wanted)
         except ObjectAlreadyExists:
             continue  # another run created it a moment ago: read it
-        except (PrefectHTTPStatusError, httpx.TransportError):
-            if pause is None:
+        except (PrefectHTTPStatusError, httpx.TransportError) as exc:
+            if not _worth_another_try(exc):
                 raise
             time.sleep(pause * jitter.uniform(0.5, 1.5))  # it may exist now, or not: read again
-    raise AssertionError("unreachable: the last pause returns or raises")
+    return client.read_global_concurrency_limit_by_name(wanted.name)
+
+
+def _worth_another_try(exc: Exception) -> bool:
+    """A lost connection, or a server that failed (5xx): the same request may well succeed a moment later."""
+    return not isinstance(exc, PrefectHTTPStatusError) or exc.response.status_code >= 500
 
 
 def _without_retries() -> Callable[[], contextlib.AbstractContextManager[object]]:

@@ -172,7 +172,11 @@ class DaskSamples:
             client = self._runner.client  # connect (or start the LocalCluster) now, not with the first sample
             workers = list(client.scheduler_info().get("workers", {}))
             # One warm-up per worker, on its task threads (a function Dask runs in its event loop would stall it).
-            client.gather([client.submit(warm, workers=[w], allow_other_workers=False, pure=False) for w in workers])
+            warming = [client.submit(warm, workers=[w], allow_other_workers=False, pure=False) for w in workers]
+            try:
+                client.gather(warming)
+            except ImportError as exc:
+                raise UsageError(f"--dask-address {self._address}: a worker cannot run samples: {exc}") from None
             client.subscribe_topic(arrival_topic(self.run_id), self._arrived)
         except OSError as exc:  # an unreachable scheduler: Dask's connect timeout
             raise UsageError(f"--dask-address {self._address}: {exc}") from None
