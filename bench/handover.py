@@ -22,6 +22,11 @@ server on a free port, started before the timed rounds):
          --name ... --param filter=...``), two ``prefect worker start --pool P --limit 1``;
          both shards' flow runs created at once
   runs   two ``python -m flows.run FIXTURE --filter ...`` started at once
+  alone  one of those runs by itself: nobody else waits, so its gaps are what taking
+         turns costs a run that has the cap to itself (its next sample lets others look first)
+  limits assay's global limits alone, without flows or Prefect tasks: two processes, each a
+         ``GlobalLimits`` taking the provider's slot for each of its samples (a sleep) in turn;
+         the handover of the mechanism itself, apart from what a sample costs around it
 
 Goal (issue 42): median handover within 0.5 s.
 """
@@ -44,6 +49,7 @@ import _common as c  # noqa: E402
 
 GOAL_S = 0.5
 SHARDS = ("a", "b")
+VARIANTS = ("pool", "runs", "alone", "limits")
 
 
 def fixture(folder: Path, log: Path, repeat: int, work_s: float) -> Path:
@@ -82,7 +88,8 @@ def samples(log: Path) -> tuple[list[tuple[float, float, str]], dict[str, float]
 
 def figures(found: list[tuple[float, float, str]], ready: dict[str, float], work_s: float) -> dict[str, object]:
     """The handovers while both shards wanted the slot (see the module's docstring), and the wall time."""
-    last_end = {shard: max(e for _s, e, sh in found if sh == shard) for shard in SHARDS}
+    shards = sorted({shard for _s, _e, shard in found})
+    last_end = {shard: max(e for _s, e, sh in found if sh == shard) for shard in shards}
     both_from, both_until = max(ready.values()), min(last_end.values())
     gaps, across = [], []
     for (_s0, end, shard0), (start, _e1, shard1) in zip(found, found[1:], strict=False):
@@ -130,10 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every variant (3)")
     parser.add_argument("--repeat", type=int, default=12, help="samples per shard (12)")
     parser.add_argument("--work", type=float, default=1.0, help="seconds each sample sleeps (1.0)")
-    parser.add_argument("--only", choices=("pool", "runs"), action="append", help="run only this variant")
+    parser.add_argument("--only", choices=VARIANTS, action="append", help="run only this variant (repeatable)")
+    parser.add_argument("--limits-child", nargs=3, metavar=("LOG", "SHARD", "PROVIDER"), help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "handover.json"), help="JSON file")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a round is abandoned (600)")
     args = parser.parse_args(argv)
+    if args.limits_child:
+        return limits_child(Path(args.limits_child[0]), args.limits_child[1], args.limits_child[2], args)
     if args.rounds < 1 or args.repeat < 2 or args.work <= 0:
         parser.error("--rounds >= 1, --repeat >= 2 and --work > 0")
     c.raise_on_sigterm()
@@ -168,11 +178,15 @@ def run_all(args: argparse.Namespace, work: Path, home: Path) -> dict[str, objec
         "matrix": f"2 shards x {args.repeat} samples of sleep {args.work} s, limits: {{provider: 1}}",
     }
     variants: dict[str, Callable[[Path], None]] = {}
-    chosen = args.only or ["pool", "runs"]
+    chosen = args.only or list(VARIANTS)
     if "pool" in chosen:
         variants["pool"] = pool_variant(py, env, work, args)
     if "runs" in chosen:
         variants["runs"] = lambda folder: two_runs(py, env, folder, args)
+    if "alone" in chosen:
+        variants["alone"] = lambda folder: two_runs(py, env, folder, args, shards=SHARDS[:1])
+    if "limits" in chosen:
+        variants["limits"] = lambda folder: two_limits(py, env, folder, args)
     results: dict[str, list[dict[str, object]]] = {name: [] for name in variants}
     for number in range(args.rounds):
         for name, variant in variants.items():
@@ -189,7 +203,9 @@ def run_all(args: argparse.Namespace, work: Path, home: Path) -> dict[str, objec
     return document
 
 
-def two_runs(py: str, env: dict[str, str], folder: Path, args: argparse.Namespace) -> None:
+def two_runs(
+    py: str, env: dict[str, str], folder: Path, args: argparse.Namespace, shards: Sequence[str] = SHARDS
+) -> None:
     path = fixture(folder, folder / "log", args.repeat, args.work)
     runs = [
         c.spawn(
@@ -199,12 +215,68 @@ def two_runs(py: str, env: dict[str, str], folder: Path, args: argparse.Namespac
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )  # fmt: skip
-        for shard in SHARDS
+        for shard in shards
     ]
     for run in runs:
         _out, err = run.communicate(timeout=args.timeout)
         if run.returncode != 0:
             raise SystemExit(f"a shard run failed (exit {run.returncode}): {err.decode()[-800:]}")
+
+
+def two_limits(py: str, env: dict[str, str], folder: Path, args: argparse.Namespace) -> None:
+    """Two processes sharing one provider's global limit through ``GlobalLimits``, started together."""
+    log, provider = folder / "log", f"bench-{folder.name}"
+    children = [
+        c.spawn(
+            [
+                py,
+                str(Path(__file__).resolve()),
+                "--limits-child",
+                str(log),
+                shard,
+                provider,
+                "--repeat",
+                str(args.repeat),
+                "--work",
+                str(args.work),
+            ],
+            env=env,
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        for shard in SHARDS
+    ]
+    for child in children:
+        _out, err = child.communicate(timeout=args.timeout)
+        if child.returncode != 0:
+            raise SystemExit(f"a limits child failed (exit {child.returncode}): {err.decode()[-800:]}")
+
+
+def limits_child(log: Path, shard: str, provider: str, args: argparse.Namespace) -> int:
+    """One process of the ``limits`` variant: ``--repeat`` samples, each holding the provider's slot."""
+    from fixtures_core.spec import Limit
+    from flows.flow.concurrency import GlobalLimits
+    from flows.server.prefect_env import quiet_prefect
+
+    quiet_prefect()
+    key = ("provider", provider)
+    limits = GlobalLimits([Limit("provider", concurrency=1)], [key])
+    try:
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"ready {time.time():.6f} {shard} -\n")
+            out.flush()
+            for index in range(args.repeat):
+                with limits.hold((key,), lambda: None) as held:
+                    assert held
+                    out.write(f"start {time.time():.6f} {shard} {index}\n")
+                    out.flush()
+                    time.sleep(args.work)
+                    out.write(f"end {time.time():.6f} {shard} {index}\n")
+                    out.flush()
+    finally:
+        limits.close()
+    return 0
 
 
 def pool_variant(py: str, env: dict[str, str], work: Path, args: argparse.Namespace) -> Callable[[Path], None]:

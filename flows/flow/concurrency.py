@@ -19,8 +19,8 @@ provider=claude (2 of 2 held)") and asks again as soon as a slot looks free
 looks at the row's stop reasons (its time budget among them) every quarter
 second. Processes take turns: once a process gave back a slot, its own next
 sample of that limit waits as long as other processes' waiters take to look
-at the limit (``FreedSlots.longest_pause``: 0.19 s on a quick server, at
-most 1.25 s) before it asks. Otherwise it would always win (it asks at once,
+at the limit (``FreedSlots.longest_pause``: 0.125 s on a quick server, at
+most 0.625 s) before it asks. Otherwise it would always win (it asks at once,
 they look now and then), and another process's samples would wait for all
 of its samples, their rows' budgets running out meanwhile.
 
@@ -105,9 +105,17 @@ class GlobalLimits:
         self._renewer: threading.Thread | None = None
         self._closed = threading.Event()
         self._no_retries = _without_retries()
+        # One client for the run's calls, from every thread (httpx's client is thread-safe): a new client per
+        # call costs a connection and its settings, tenths of a second on a busy machine, at every handover.
+        self._client = get_client(sync_client=True)
+        self._client.__enter__()
         self._freed = FreedSlots(self._read_free)
         self._turn_at: dict[str, float] = {}  # when this process may ask again for a limit it gave a slot back of
-        self._ensure(sorted(set(keys)))
+        try:
+            self._ensure(sorted(set(keys)))
+        except BaseException:
+            self._client.__exit__(None, None, None)
+            raise
 
     def names(self, keys: Iterable[LimitKey]) -> tuple[list[str], list[str]]:
         """The concurrency limits and the rate limits of these values."""
@@ -141,6 +149,7 @@ class GlobalLimits:
         self._freed.close()
         if self._renewer is not None:
             self._renewer.join()
+        self._client.__exit__(None, None, None)
         if self._guard is not None:
             self._guard.close()
 
@@ -171,9 +180,9 @@ class GlobalLimits:
 
     def _try(self, caps: list[str]) -> UUID | None:
         """Ask once for a slot of each of ``caps``: the lease, or None when one is held (or the server is busy)."""
-        with self._no_retries(), get_client(sync_client=True) as client:
+        with self._no_retries():
             try:
-                response = client.increment_concurrency_slots_with_lease(
+                response = self._client.increment_concurrency_slots_with_lease(
                     names=caps, slots=1, mode="concurrency", lease_duration=LEASE_S
                 )
             except PrefectHTTPStatusError as exc:
@@ -202,20 +211,19 @@ class GlobalLimits:
     def _read_free(self, names: list[str]) -> Mapping[str, int]:
         """The free slots of each of these limits (the looker's read: one GET each, no write)."""
         free = {}
-        with self._no_retries(), get_client(sync_client=True) as client:
+        with self._no_retries():
             for name in names:
                 with contextlib.suppress(PrefectHTTPStatusError, httpx.TransportError):
-                    found = client.read_global_concurrency_limit_by_name(name)
+                    found = self._client.read_global_concurrency_limit_by_name(name)
                     free[name] = found.limit - found.active_slots if found.active else 1
         return free
 
     def _say_waiting(self, caps: list[str], waiter: object) -> None:
         parts = []
-        with get_client(sync_client=True) as client:
-            for name in caps:
-                with contextlib.suppress(Exception):
-                    found = client.read_global_concurrency_limit_by_name(name)
-                    parts.append(f"{name.removeprefix('assay:')} ({found.active_slots} of {found.limit} held)")
+        for name in caps:
+            with contextlib.suppress(Exception):
+                found = self._client.read_global_concurrency_limit_by_name(name)
+                parts.append(f"{name.removeprefix('assay:')} ({found.active_slots} of {found.limit} held)")
         text = "waiting for " + (", ".join(parts) or ", ".join(caps))
         if self._logger is not None:
             self._logger.info(text)
@@ -236,10 +244,10 @@ class GlobalLimits:
         through stays with the lease guard and the lease's expiry."""
         with self._lock:
             caps = self._held.pop(lease, [])
-        with self._no_retries(), get_client(sync_client=True) as client:
+        with self._no_retries():
             for pause in (*_RELEASE_PAUSES_S, None):
                 try:
-                    client.release_concurrency_slots_with_lease(lease)
+                    self._client.release_concurrency_slots_with_lease(lease)
                     break
                 except (PrefectHTTPStatusError, httpx.TransportError) as exc:
                     if not _worth_another_try(exc) or pause is None:
@@ -258,13 +266,12 @@ class GlobalLimits:
                 held = sorted(self._held)
             if not held:
                 continue
-            with get_client(sync_client=True) as client:
-                for lease in held:
-                    try:
-                        client.renew_concurrency_lease(lease_id=lease, lease_duration=LEASE_S)
-                    except Exception as exc:  # the next renewal may still make it; the lease lasts LEASE_S
-                        if self._logger is not None:
-                            self._logger.warning(f"could not renew a concurrency slot's lease: {exc}")
+            for lease in held:
+                try:
+                    self._client.renew_concurrency_lease(lease_id=lease, lease_duration=LEASE_S)
+                except Exception as exc:  # the next renewal may still make it; the lease lasts LEASE_S
+                    if self._logger is not None:
+                        self._logger.warning(f"could not renew a concurrency slot's lease: {exc}")
 
     def _ensure(self, keys: list[LimitKey]) -> None:
         wanted = {limit_name(k): (self._caps[k[0]], 0.0) for k in keys if k[0] in self._caps}
@@ -274,15 +281,14 @@ class GlobalLimits:
                 wanted[limit_name(key, rate=True)] = (rate.count, rate.count / rate.per_s)
         if not wanted:
             return
-        with get_client(sync_client=True) as client:
-            for name, (limit, decay) in wanted.items():
-                found = ensure_limit(client, GlobalConcurrencyLimitCreate(name=name, limit=limit,
-                                                                          slot_decay_per_second=decay))  # fmt: skip
-                if found.limit != limit and self._logger is not None:
-                    self._logger.warning(
-                        f"global concurrency limit {name} allows {found.limit} on the server; this run's fixtures "
-                        f"say {limit}: each process keeps to {limit}, all of them together to {found.limit}"
-                    )
+        for name, (limit, decay) in wanted.items():
+            create = GlobalConcurrencyLimitCreate(name=name, limit=limit, slot_decay_per_second=decay)
+            found = ensure_limit(self._client, create)
+            if found.limit != limit and self._logger is not None:
+                self._logger.warning(
+                    f"global concurrency limit {name} allows {found.limit} on the server; this run's fixtures "
+                    f"say {limit}: each process keeps to {limit}, all of them together to {found.limit}"
+                )
 
 
 def ensure_limit(

@@ -11,9 +11,10 @@ slots are free, oldest first; each woken waiter asks once.
 
 The pause between two looks follows the server: ``LOOK_FACTOR`` times what
 a look takes (smoothed), between ``LOOK_MIN_S`` and ``LOOK_MAX_S``, with jitter so
-that processes do not look in step. A quick server is looked at about six times a second by each waiting process
-(one GET per limit waited for); a slow or busy one less often, down to once
-a second.
+that processes do not look in step. A quick server is looked at about ten
+times a second by each waiting process (one GET per limit waited for, a few
+milliseconds of the server's time each); a slow or busy one less often, down
+to twice a second.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-LOOK_MIN_S = 0.15
-LOOK_MAX_S = 1.0
-LOOK_FACTOR = 4.0  # the server spends at most about a fifth of the time answering one waiting process
+LOOK_MIN_S = 0.1
+LOOK_MAX_S = 0.5
+LOOK_FACTOR = 2.0  # a look waits at least twice as long as the last ones took: a slow server is asked less
 JITTER = 0.25  # each pause is its length times a factor in [1 - JITTER, 1 + JITTER]
 _SMOOTHING = 0.3  # weight of the latest look in the answer time: one slow answer does not slow the looks much
 

@@ -127,8 +127,8 @@ def test_a_closed_run_wakes_nobody_and_stops_looking(server: Server) -> None:
 
 
 def test_the_pause_between_looks_follows_the_server_within_its_bounds(slots: FreedSlots) -> None:
-    # A quick server (1 ms): the shortest pause; a slow one (1 s): the longest; both with jitter.
-    for took, base in ((0.001, LOOK_MIN_S), (0.1, 0.4), (1.0, LOOK_MAX_S)):
+    # A quick server (1 ms): the shortest pause; 0.1 s: twice that; a slow one (1 s): the longest; all with jitter.
+    for took, base in ((0.001, LOOK_MIN_S), (0.1, 0.2), (1.0, LOOK_MAX_S)):
         pauses = [slots.pause(took) for _ in range(200)]
         assert base * (1 - JITTER) <= min(pauses) and max(pauses) <= base * (1 + JITTER), (took, pauses)
     assert slots.longest_pause() == pytest.approx(LOOK_MIN_S * (1 + JITTER))  # no look yet: a quick server
