@@ -1,7 +1,8 @@
 """Run one logical row: k samples on the run's sample slots, under one time budget.
 
 The row's budget starts when it gets its first slot: every sample must end by
-then + ``timeout``. Samples of one row run in order, one after another (seed
+then + ``timeout`` (an engine whose samples run elsewhere starts it again when the
+first sample gets there: ``execution.row_clock``). Samples of one row run in order, one after another (seed
 01: a command may keep state between samples); a fixture or run that opts in
 (``serial: false``, ``--parallel-samples``) lets them run at once. Continue after an ordinary FAIL (to
 expose stochastic behaviour); stop after an ERR, a cancellation, or when the
@@ -33,6 +34,7 @@ from fixtures_core.execution.attempt import needs_attempt, run_attempt
 from fixtures_core.execution.checks import check_sample, missing_cwd_sample
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.pool import SamplePool, sample_pool
+from fixtures_core.execution.row_clock import RowClock, running
 from fixtures_core.execution.run_settings import RunSettings as RunSettings  # re-exported: runs build them
 from fixtures_core.execution.sample_budget import SPENT
 from fixtures_core.execution.sampling import Execution, execute
@@ -244,7 +246,7 @@ class _RowRun:
         if errored:  # a resumed row that had already stopped
             self.error = f"sample {errored[0].index}: {errored[0].error}"
             self.stopped = errored[0].stopped
-        self.deadline = math.inf
+        self.clock: RowClock | None = None  # the row's time budget, from its first slot
         self.began: float | None = None
         self.budget = pool.budget if pool.budget is not None and pool.budget.covers(row) else None
         self.past_stop = False  # a budgeted row reached its own stop point: its next samples are extras
@@ -263,7 +265,7 @@ class _RowRun:
             self._stop(*self._stop_for(first), cancel=False)
             return self._result()
         self.began = time.monotonic()  # the row starts with its first slot
-        self.deadline = self.began + row.timeout_s
+        self.clock = RowClock(row.timeout_s, self.began)
         if not self.samples:  # (a resumed row ran its skip command before)
             try:
                 skipped = skip_reason(row, self.deadline, self.settings, self.scope)
@@ -359,7 +361,8 @@ class _RowRun:
         refused = self.budget.extra(self.row, share, self._why_stop)
         if refused is None:
             self.extra += 1
-            self.deadline = max(self.deadline, time.monotonic()) + self.row.timeout_s / self.row.repeat
+            assert self.clock is not None  # (extras come after the row's first samples)
+            self.clock.extend(self.row.timeout_s / self.row.repeat)
             return True
         if refused == _CANCELLED or self.error is not None:
             self._stop(*self._stop_for(refused), cancel=False)
@@ -429,7 +432,7 @@ class _RowRun:
         gate = self.pool.gate.hold(self.keys, self._why_wait) if self.pool.gate else contextlib.nullcontext(True)
         try:
             with gate as held:
-                sample = self.runner(self.row, index, self.deadline, self.scope) if held else None
+                sample = self._run(index) if held else None
             if sample is not None:
                 self._record(sample)  # before the slot is free: the next taker sees a stop it caused
             elif self._why_wait() == TIME_RAN_OUT:  # it never started: say so, never "timed out ... killed"
@@ -449,6 +452,16 @@ class _RowRun:
             with self.changed:
                 self.in_flight -= 1
                 self.changed.notify_all()
+
+    def _run(self, index: int) -> SampleResult:
+        assert self.clock is not None
+        with running(self.clock):  # an engine that restarts the row's clock finds it there
+            return self.runner(self.row, index, self.clock.deadline, self.scope)
+
+    @property
+    def deadline(self) -> float:
+        """When the row's time budget runs out (monotonic); never before the row has its first slot."""
+        return math.inf if self.clock is None else self.clock.deadline
 
     def _record(self, sample: SampleResult) -> None:
         with self.changed:

@@ -55,6 +55,17 @@ class FixtureResult:
 
 
 @dataclass(frozen=True)
+class DaskCluster:
+    """The Dask cluster a run's samples ran on (``--dask-address``): its address (``local``: a LocalCluster
+    of the run), its workers when the run began, and how long the run waited for it before any row started
+    (a LocalCluster's start, connecting, every worker importing what a sample needs)."""
+
+    address: str
+    workers: int
+    waited_s: float
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything one run found; what ``run.json`` holds. ``stopped``: why the run stopped before
     every row finished on its own (``cancelled``: interrupted; ``budget``: a cost budget), else None."""
@@ -72,6 +83,7 @@ class RunResult:
     options: Mapping[str, object] = field(default_factory=dict)
     comparison: Comparison | None = None
     suites: tuple[SuiteOutcome, ...] = ()
+    dask: DaskCluster | None = None
     schema: str = SCHEMA
 
     @property
@@ -132,7 +144,7 @@ def _git_state() -> dict[str, object]:
 # The order DESIGN lists the run document's keys in; readers see them so.
 _RUN_KEYS = (
     "schema", "run_id", "label", "started_at", "finished_at", "status", "error", "stopped",
-    "environment", "options", "fixtures", "summary", "suites", "comparison",
+    "environment", "options", "dask", "fixtures", "summary", "suites", "comparison",
 )  # fmt: skip
 
 

@@ -363,6 +363,18 @@ def baseline_context(run: RunResult) -> list[str]:
     return lines
 
 
+def dask_line(run: RunResult) -> str | None:
+    """How long the run waited for its Dask cluster: ``dask: waited 14.2 s for the cluster (local, 2 workers) ...``."""
+    cluster = run.dask
+    if cluster is None:
+        return None
+    return (
+        f"dask: waited {cluster.waited_s:.1f} s for the cluster ({cluster.address}, "
+        f"{counted(cluster.workers, 'worker')}) before any row started; each row's time budget began when its "
+        "first sample reached a worker"
+    )
+
+
 def cost_line(run: RunResult) -> str | None:
     """The run's cost, each cost metric summed over its samples: ``cost: 4.59 usd (cost_usd over 20 samples)``."""
     costs = run_costs(run)

@@ -52,7 +52,7 @@ def render(run: RunResult, document: str | Path | None = None, since: Since | No
     if isinstance(since, Since):
         told = since_lines(since)
         lines += [f"**{escape(told[0])}**", "", *(f"- {escape(line)}" for line in told[1:]), ""]
-    facts = [*describe.baseline_context(run), *filter(None, [describe.cost_line(run)])]
+    facts = [*describe.baseline_context(run), *filter(None, [describe.cost_line(run), describe.dask_line(run)])]
     if facts:
         lines += [*(f"- {escape(fact)}" for fact in facts), ""]
     compared = comparison_lines(run.comparison) if run.comparison is not None else None

@@ -49,9 +49,9 @@ def render_body(run: RunResult, console: Console) -> None:
         console.print("\n" + visible("\n".join(lines)), markup=False, soft_wrap=True)
     for suite in run.suites:
         shipgate.render(suite, console)
-    cost = describe.cost_line(run)
-    if cost:
-        console.print("\n" + visible(cost), markup=False, soft_wrap=True)
+    facts = [line for line in (describe.cost_line(run), describe.dask_line(run)) if line]
+    if facts:
+        console.print("\n" + visible("\n".join(facts)), markup=False, soft_wrap=True)
     if run.comparison is not None:
         console.print()
         render_comparison_lines(run.comparison, console)

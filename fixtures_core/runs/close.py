@@ -198,6 +198,7 @@ def _run_document(
         ),
         summary=summary,
         suites=suites,
+        dask=recorder.dask,
     )
 
 

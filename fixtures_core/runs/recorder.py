@@ -18,7 +18,7 @@ from fixtures_core.execution.rows import RunSettings, SampleRunner, crashed_row,
 from fixtures_core.files import repair_torn_tail
 from fixtures_core.records.lock import RunLock
 from fixtures_core.records.resume import write_started
-from fixtures_core.records.rundoc import RunResult, utc_now
+from fixtures_core.records.rundoc import DaskCluster, RunResult, utc_now
 from fixtures_core.records.shareable import shareable_row, shareable_sample
 from fixtures_core.records.store import Store
 from fixtures_core.reports.progress import ProgressListener
@@ -40,6 +40,7 @@ class Recorder:
     listener: ProgressListener | None = None
     resumed: Resumed | None = None  # what a resumed run already has (its evidence is written)
     evidence_run: str | None = None  # a re-judged run's: the run whose evidence its rows were read from
+    dask: DaskCluster | None = None  # the Dask cluster the run's samples run on, once it is ready
 
     def __post_init__(self) -> None:
         self._index = {row.id: i for i, row in enumerate(self.matrix.rows)}

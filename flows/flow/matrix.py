@@ -171,16 +171,23 @@ def _live_here(run_id: str) -> _LiveRun | None:
 
 @task(name="sample", task_run_name="{row.name} #{index}", retries=0, cache_policy=NO_CACHE, persist_result=False)
 def sample_task(
-    row: RowSpec, index: int, deadline: float, settings: RunSettings, scope: str, wall_deadline: float
+    row: RowSpec,
+    index: int,
+    deadline: float,
+    settings: RunSettings,
+    scope: str,
+    wall_deadline: float,
+    starts_budget: bool = False,
 ) -> State[Any]:
     """One execution of a row's command, checked: Completed, Failed with its reason, or TimedOut.
 
     ``deadline`` is monotonic, for this process; on a Dask worker ``wall_deadline`` (wall clock)
-    sets it. ``scope`` names the row's containment scope in this process.
+    sets it, or (``starts_budget``, the row's first sample) the row's whole budget from its arrival
+    there. ``scope`` names the row's containment scope in this process.
     """
     live = _live_here(settings.run_id)
     if live is None:
-        result = run_on_worker(row, index, wall_deadline, settings)
+        result = run_on_worker(row, index, wall_deadline, settings, starts_budget)
     else:
         result = run_sample(row, index, deadline, settings, live.scopes.get(scope, live.containment))
     if result.status not in ("PASS", "SKIP"):  # a sample that did not run (a dry run) is no warning
@@ -508,7 +515,7 @@ def _run_matrix(launch: Launch, row_ends: contextlib.ExitStack) -> RunResult:
         with (
             _global_limits(options, planned, live.listener) as gate,
             pool_for(options, planned, order, gate) as samples,
-            _dask(options, run_id, live, sample_slots(options, planned.matrix)),
+            _dask(options, run_id, live, sample_slots(options, planned.matrix), recorder),
             runner.duplicate() as rows_pool,
             running_daemons(order, live.containment) as daemons,
         ):
@@ -625,12 +632,15 @@ def _global_limits(
 
 
 @contextlib.contextmanager
-def _dask(options: RunOptions, run_id: str, live: _LiveRun, slots: int) -> Iterator[None]:
-    """Samples on Dask workers for the run (``--dask-address``), else in this process."""
+def _dask(options: RunOptions, run_id: str, live: _LiveRun, slots: int, recorder: Recorder) -> Iterator[None]:
+    """Samples on Dask workers for the run (``--dask-address``), else in this process. The run document says
+    how long the run waited for the cluster (the progress display says that it does)."""
     if options.dask_address is None:
         yield
         return
-    with DaskSamples(options.dask_address, run_id, live.containment, slots) as dask:
+    shown = live.listener.waiting if live.listener is not None else None
+    with DaskSamples(options.dask_address, run_id, live.containment, slots, shown) as dask:
+        recorder.dask = dask.cluster
         live.dask = dask
         try:
             yield

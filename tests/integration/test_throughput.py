@@ -1,6 +1,7 @@
 """Throughput on real runs, as a user starts them (``python -m flows.run``): sample slots shared by the
 rows, per-provider limits (local semaphores; Prefect global concurrency limits), ``--resume`` after a
-SIGKILL, a cost budget, and samples on a Dask LocalCluster of worker processes.
+SIGKILL, a cost budget, and samples on a Dask LocalCluster of worker processes (the example matrix gets the
+same verdicts there as on the local engine, and the report says how long the run waited for the cluster).
 
 Caps are proven by the start/end records the samples write (under ``flock``, in the order they
 happened); the limits' presence in the Prefect API is read while samples hold them; nothing asserts
@@ -254,3 +255,33 @@ def test_samples_run_on_a_dask_local_cluster_and_a_stopped_row_kills_them_there(
     for line in parents:  # a Dask worker process ran it, not the flow's own process
         command = json.loads(line)["sample"]["stdout"]
         assert "flows.run" not in command and "multiprocessing" in command, command
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_local_dask_cluster_gives_the_example_matrix_the_local_engines_verdicts_and_says_what_it_waited_for(
+    tmp_path: Path,
+) -> None:
+    """The cluster's start and its workers' imports are not the rows' time (issue 42: every row of the matrix ran
+    out of its budget while a LocalCluster started on a busy machine): same rows, same verdicts as the local
+    engine; the terminal report and run.json say how long the run waited for the cluster."""
+    example = REPO / "examples" / "matrix.md"
+
+    def run(*engine: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+        document = tmp_path / f"{engine[0].strip('-')}.json"
+        done = run_cli([str(example), *engine, "--out", str(tmp_path / "state"), "--json", str(document)],
+                       tmp_path, WIDE, timeout=900)  # fmt: skip
+        assert "Traceback" not in done.stderr, done.stderr
+        return done, json.loads(document.read_text())
+
+    def verdicts(document: dict[str, Any]) -> dict[str, tuple[str, int, str | None]]:
+        return {r["name"]: (r["status"], len(r["samples"]), r.get("error")) for f in document["fixtures"]
+                for r in f["rows"]}  # fmt: skip
+
+    local, local_run = run("--engine", "local")
+    dask, dask_run = run("--dask-address", "local")
+    assert (dask.returncode, verdicts(dask_run)) == (local.returncode, verdicts(local_run)) == (1, verdicts(local_run))
+    assert dask_run["status"] == local_run["status"] == "FAIL"
+    cluster = dask_run["dask"]
+    assert cluster["address"] == "local" and cluster["workers"] >= 1 and cluster["waited_s"] > 0, cluster
+    assert "dask" not in local_run
+    assert f"dask: waited {cluster['waited_s']:.1f} s for the cluster (local, " in dask.stdout, dask.stdout

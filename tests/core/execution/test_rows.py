@@ -521,3 +521,34 @@ def test_a_property_with_shell_syntax_reaches_a_shell_command_as_one_literal_arg
     assert result.status == "PASS", result.error
     assert result.samples[0].stdout == prompt
     assert not marker.exists()
+
+
+# --- the row's clock (an engine that restarts it: Dask) -----------------------------------------------------
+
+
+def test_an_engine_restarting_the_rows_clock_gives_its_later_samples_the_whole_budget_from_there(
+    tmp_path: Path, settings: RunSettings, containment: Containment
+) -> None:
+    from fixtures_core.execution import row_clock
+
+    row = shell_row(tmp_path, "true", repeat=3, timeout_s=60)
+    given: list[float] = []
+    arrived: list[float] = []
+
+    def far_away(spec: RowSpec, index: int, deadline: float, scope: Containment) -> SampleResult:
+        """A sample that runs elsewhere: its first one gets there 100 s late (its way there is not the row's)."""
+        given.append(deadline)
+        clock = row_clock.current()
+        assert clock is not None  # the row's clock, where its runner runs
+        if index == 0:
+            arrived.append(time.monotonic() + 100)
+            clock.restart(arrived[0])
+            clock.restart(arrived[0] + 50)  # once: a second arrival changes nothing
+        return run_sample(spec, index, clock.deadline, settings, scope)
+
+    result = run_row(row, settings, containment, sample_runner=far_away)
+    assert result.status == "PASS" and len(result.samples) == 3
+    first, *later = given
+    assert first < arrived[0]  # before it got there: the budget from the row's first slot bounds the way
+    assert later == [pytest.approx(arrived[0] + 60)] * 2  # the whole 60 s budget from the arrival, once
+    assert row_clock.current() is None  # outside a sample's runner: no row's clock

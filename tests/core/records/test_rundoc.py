@@ -266,3 +266,20 @@ def test_an_ab_suite_run_round_trips(example_run: ExampleRun) -> None:
     assert list(document)[-2:] == ["summary", "suites"]
     case = document["suites"][0]["cases"][0]
     assert set(case["arms"]["careful"]) >= {"row", "status", "score", "axes", "verify_score"}
+
+
+def test_the_dask_cluster_a_run_waited_for_round_trips_and_a_run_without_one_has_no_key(tmp_path: Path) -> None:
+    from fixtures_core.records.rundoc import DaskCluster
+    from fixtures_core.reports import describe
+
+    on_dask = replace(small_run(), dask=DaskCluster("local", 2, 14.25))
+    document = to_document(on_dask)
+    assert document["dask"] == {"address": "local", "workers": 2, "waited_s": 14.25}
+    assert list(document).index("dask") == list(document).index("options") + 1
+    assert from_document(document) == on_dask
+    assert "dask" not in to_document(small_run())
+    assert describe.dask_line(on_dask) == (
+        "dask: waited 14.2 s for the cluster (local, 2 workers) before any row started; each row's time budget "
+        "began when its first sample reached a worker"
+    )
+    assert describe.dask_line(small_run()) is None
