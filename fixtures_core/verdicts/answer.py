@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from fixtures_core.analysis.baseline import Comparison
-from fixtures_core.analysis.shipgate import SuiteOutcome
-from fixtures_core.parsing.suite import ARM_PROPERTY
 from fixtures_core.results import RowResult, Status
 from fixtures_core.text import counted, listed
+from fixtures_core.verdicts.run import failures
+
+if TYPE_CHECKING:  # the domain's later rooms, for their types only
+    from fixtures_core.analysis.baseline import Comparison
+    from fixtures_core.analysis.shipgate import SuiteOutcome
 
 
 class VerdictedRun(Protocol):
@@ -92,11 +94,6 @@ class Verdict:
         return DRY_RUN if self.dry_run and self.status in ("PASS", "SKIP") else self.status
 
     @property
-    def colour(self) -> Status:
-        """The status whose colour ``shown`` takes."""
-        return "SKIP" if self.shown == DRY_RUN else self.status
-
-    @property
     def gate(self) -> str | None:
         """The gate's answer in words (``no regression against shipped.json``); None without one."""
         if self.regressed is None:
@@ -160,14 +157,8 @@ def verdict_of(run: VerdictedRun) -> Verdict:
 
 
 def _own_failures(run: VerdictedRun) -> list[RowResult]:
-    """The FAIL rows behind the run's own verdict: all but the arm rows of a suite with a hard gate
-    (``runs.ab.run_status``: a worse arm is what such a suite measures)."""
-    hard = {suite.file for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)}
-    return [
-        row
-        for row in run.rows
-        if row.status == "FAIL" and not (row.file in hard and row.properties.get(ARM_PROPERTY) is not None)
-    ]
+    """The FAIL rows behind the run's own verdict (``verdicts.run.failures``)."""
+    return failures(run.rows, run.suites)
 
 
 def _baseline_name(run: VerdictedRun) -> str | None:
