@@ -246,7 +246,7 @@ def suite_outcome(
     averages = {arm: score for arm, score in scores.items() if score is not None}
     outcome = SuiteOutcome(
         file=members[0].fixture_id or members[0].file if members else suite.file,
-        verdict="PASS",
+        verdict=case_verdict.suite_verdict([c.status for c in cases], ()),  # its gates come next
         arms=arms,
         cases=tuple(cases),
         compare=pair,

@@ -126,9 +126,10 @@ def _budgeted(row: RowResult) -> bool:
 
 
 def passk_cells(row: RowResult) -> tuple[str, str]:
-    """pass@k and pass^k of a row, or why they are withheld."""
+    """pass@k and pass^k of a row, or why they are withheld; ``-`` for a row left out of them (it did not
+    run: skipped, or a configuration error)."""
     s = row.stochastic
-    if s is None:
+    if s is None or row.stopped == "configuration":
         return "-", "-"
     if s.withheld:
         return "withheld", "withheld"
@@ -252,14 +253,19 @@ def assertion_expression(row: RowResult) -> str | None:
 
 
 def suite_line(figures: SuiteFigures) -> str:
-    """One line of suite figures, or why they are withheld."""
+    """One line of suite figures, or why they are withheld; the rows left out for a configuration error."""
     k = figures.k if figures.k is not None else "k"
     if figures.withheld:
-        return f"pass@{k} and pass^{k} withheld: {figures.withheld}"
-    return (
-        f"pass@{k} {fraction(figures.pass_at_k)} (rows {figures.rows_pass_at_k}/{figures.rows}), "
-        f"pass^{k} {fraction(figures.pass_hat_k)} (rows {figures.rows_pass_hat_k}/{figures.rows})"
-    )
+        told = f"pass@{k} and pass^{k} withheld: {figures.withheld}"
+    else:
+        told = (
+            f"pass@{k} {fraction(figures.pass_at_k)} (rows {figures.rows_pass_at_k}/{figures.rows}), "
+            f"pass^{k} {fraction(figures.pass_hat_k)} (rows {figures.rows_pass_hat_k}/{figures.rows})"
+        )
+    if figures.left_out:
+        named = ", ".join(repr(name) for name in figures.left_out)
+        told += f"; left out: {counted(len(figures.left_out), 'row')} with a configuration error ({named})"
+    return told
 
 
 def suite_lines(run: RunResult) -> list[str]:

@@ -381,7 +381,7 @@ def _rate(row: RowResult) -> str:
 
 def _passk(row: RowResult) -> tuple[str, str]:
     s = row.stochastic
-    if s is None:
+    if s is None or row.stopped == "configuration":  # left out of the figures: it ran nothing
         return "-", "-"
     if s.withheld:
         title = escape(s.withheld)

@@ -126,8 +126,7 @@ def _cost(trends: Trends) -> str:
 
 def _verdict_look(verdict: str) -> status_words.Look:
     """A stored run's verdict (``DRY RUN`` too) in its colour."""
-    known = verdict in ("PASS", "FAIL", "ERR", "SKIP")
-    return status_words.status(verdict) if known else status_words.Look(verdict, "skip")  # type: ignore[arg-type]
+    return status_words.of_word(verdict) or status_words.Look(verdict, "skip")
 
 
 def _runs(trends: Trends) -> str:

@@ -15,7 +15,7 @@ from html import escape
 
 from fixtures_core.analysis.baseline import MetricDelta
 from fixtures_core.reports import status_words
-from fixtures_core.results import MetricSummary, Outcome, RowResult, Status
+from fixtures_core.results import MetricSummary, Outcome, RowResult
 
 WIDTH = 900
 _LABEL_W = 170
@@ -286,8 +286,8 @@ _FLAKY = status_words.Look("flaky", "warn").colour
 
 
 def _status_colour(status: str) -> str:
-    known: dict[str, Status] = {"PASS": "PASS", "FAIL": "FAIL", "ERR": "ERR", "SKIP": "SKIP"}
-    return status_words.status(known[status]).colour if status in known else _FLAKY
+    look = status_words.of_word(status)
+    return look.colour if look is not None else _FLAKY
 
 
 def status_strip(cells: Sequence[StripCell]) -> str:

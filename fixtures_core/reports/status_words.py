@@ -66,6 +66,8 @@ _CASE_TONE: dict[str, Tone] = {
     "ERR": "error",
     "SKIP": "skip",
 }
+_STATUSES: tuple[Status, ...] = ("PASS", "FAIL", "ERR", "SKIP")
+_SYMBOLS: dict[Status, str] = {"PASS": "✓", "FAIL": "✗", "ERR": "E", "SKIP": "-"}
 _OUTCOME_TONE: dict[Outcome, Tone] = {"pass": "pass", "fail": "fail", "error": "error", "not_evaluated": "skip"}
 
 
@@ -101,6 +103,17 @@ class Look:
 def status(value: Status) -> Look:
     """A sample's (or any plain) status."""
     return Look(value, _STATUS_TONE[value])
+
+
+def of_word(word: str) -> Look | None:
+    """The look of a status given as text (a stored run's verdict); None for a word that is no status."""
+    found = next((status for status in _STATUSES if status == word), None)
+    return status(found) if found is not None else None
+
+
+def symbol(value: Status | None, flaky: bool = False) -> str:
+    """A status as one character in a strip of runs: ✓ ✗ E -, ``~`` flaky, ``·`` absent."""
+    return "·" if value is None else "~" if flaky else _SYMBOLS[value]
 
 
 def outcome(value: Outcome) -> Look:

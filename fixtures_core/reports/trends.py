@@ -22,14 +22,14 @@ from fixtures_core.reports import status_words
 from fixtures_core.results import Status
 from fixtures_core.text import counted, listed, visible
 
-STRIP: dict[str, str] = {"PASS": "✓", "FAIL": "✗", "ERR": "E", "SKIP": "-"}
 _ABSENT = "·"
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def _style(status: str | None) -> str:
     """A status's terminal colour (``status_words``); none for a word that is no status (``DRY RUN``)."""
-    return status_words.status(status).style if status in ("PASS", "FAIL", "ERR", "SKIP") else ""  # type: ignore[arg-type]
+    look = status_words.of_word(status) if status is not None else None
+    return look.style if look is not None else ""
 
 
 def number(value: float) -> str:
@@ -196,6 +196,4 @@ def render(history: History, trends: Trends, console: Console) -> None:
 
 
 def _cell(status: Status | None, flaky: bool) -> str:
-    if status is None:
-        return _ABSENT
-    return "~" if flaky else STRIP[status]
+    return status_words.symbol(status, flaky)

@@ -92,7 +92,8 @@ def complete(
         failure = f"finalize failed: {type(exc).__name__}: {exc}"
         counts = Summary.of(rows)
         as_ran = [recorder.shareable(row) for row in rows]
-        run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
+        status = run_status(as_ran, (), incomplete=True, dry_run=options.dry_run)
+        run = _run_document(recorder, options, as_ran, counts, status, f"{error}; {failure}" if error else failure)
     if stop is not None:
         run = replace(run, stopped=stop.stopped)
     try:
