@@ -129,9 +129,10 @@ def _process_error(row: RowSpec, execution: Execution) -> str | None:
 
 
 def missing_cwd_sample(row: RowSpec, index: int, cwd: str) -> SampleResult:
-    """A sample whose working directory does not exist (the command never ran)."""
+    """A sample whose working directory does not exist: its command expectation failed (as in Gavel), it never ran."""
     ran = Ran(index, 0.0, None, "", "")
-    return sample_verdict.missing_cwd(ran, f"cwd {cwd} does not exist", row.expect.cel, [m.name for m in row.metrics])
+    reason = f"cwd {cwd} does not exist"
+    return sample_verdict.command_failed(ran, reason, row.expect.cel, [m.name for m in row.metrics])
 
 
 def dry_run_sample(row: RowSpec, index: int, reason: str) -> SampleResult:

@@ -51,11 +51,6 @@ def k_label(run: RunResult) -> str:
     return str(k) if k is not None else "k"
 
 
-def status_label(row: RowResult) -> str:
-    """A row's status as every output shows it (``status_words.row``)."""
-    return status_words.row(row).word
-
-
 NOT_RUN = "not run"
 
 

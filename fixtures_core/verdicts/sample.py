@@ -70,11 +70,6 @@ def checked(
     )
 
 
-def missing_cwd(ran: Ran, reason: str, assertion: str | None, metrics: Sequence[str]) -> SampleResult:
-    """FAIL, as in Gavel: the working folder does not exist, so the command never ran."""
-    return command_failed(ran, reason, assertion, metrics)
-
-
 def not_run(ran: Ran, reason: str, assertion: str | None, metrics: Sequence[str]) -> SampleResult:
     """SKIP: the sample did not run by design (a dry run), none of its checks evaluated."""
     return _result(

@@ -72,7 +72,7 @@ from fixtures_core.execution.slots import limit_keys  # noqa: E402
 from fixtures_core.parsing.suite import ARM_PROPERTY  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
-from fixtures_core.reports import describe, markdown  # noqa: E402
+from fixtures_core.reports import describe, markdown, status_words  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runs.close import RunStop, complete, complete_from_evidence, run_stop  # noqa: E402
@@ -272,7 +272,7 @@ def rows_table(run: RunResult) -> list[dict[str, object]]:
     return [
         {
             "row": r.name,
-            "status": describe.status_label(r),
+            "status": status_words.row(r).word,
             "passed": describe.passed_cell(r),
             "median": describe.duration(describe.median_duration_ms(r)),
             f"pass@{k}": describe.passk_cells(r)[0],
