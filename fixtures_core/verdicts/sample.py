@@ -40,14 +40,7 @@ def process_failed(ran: Ran, reason: str, stopped: Stop | None) -> SampleResult:
 
 def command_failed(ran: Ran, reason: str, assertion: str | None, metrics: Sequence[str]) -> SampleResult:
     """FAIL: the command expectation failed; the CEL ``assertion`` and the ``metrics`` were not evaluated."""
-    return _result(
-        ran,
-        "FAIL",
-        Check("fail", reason),
-        assertions=Check("not_evaluated", expression=assertion) if assertion else None,
-        metrics={name: MetricValue("not_evaluated") for name in metrics},
-        error=reason,
-    )
+    return _unchecked(ran, "FAIL", Check("fail", reason), assertion, metrics)
 
 
 def checked(
@@ -72,14 +65,7 @@ def checked(
 
 def not_run(ran: Ran, reason: str, assertion: str | None, metrics: Sequence[str]) -> SampleResult:
     """SKIP: the sample did not run by design (a dry run), none of its checks evaluated."""
-    return _result(
-        ran,
-        "SKIP",
-        Check("not_evaluated", reason),
-        assertions=Check("not_evaluated", expression=assertion) if assertion else None,
-        metrics={name: MetricValue("not_evaluated") for name in metrics},
-        error=reason,
-    )
+    return _unchecked(ran, "SKIP", Check("not_evaluated", reason), assertion, metrics)
 
 
 def past_arm_limit(sample: SampleResult, reason: str) -> SampleResult:
@@ -87,6 +73,18 @@ def past_arm_limit(sample: SampleResult, reason: str) -> SampleResult:
     if sample.status == "ERR":
         return sample
     return replace(sample, status="FAIL", command=Check("fail", reason), error=reason)
+
+
+def _unchecked(ran: Ran, status: Status, command: Check, assertion: str | None, metrics: Sequence[str]) -> SampleResult:
+    """A sample whose checks were not evaluated after ``command``'s outcome; its reason is the command's."""
+    return _result(
+        ran,
+        status,
+        command,
+        assertions=Check("not_evaluated", expression=assertion) if assertion else None,
+        metrics={name: MetricValue("not_evaluated") for name in metrics},
+        error=command.error,
+    )
 
 
 def _result(
