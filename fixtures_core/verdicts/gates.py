@@ -180,34 +180,34 @@ def _breaking(cel: str, context: Mapping[str, object], cases: Sequence[str]) -> 
 
 
 def _case_seen(variable: str, predicate: str, value: object, context: Mapping[str, object]) -> str | None:
-    """What the first false comparison of ``predicate`` saw of one case (``r.margin was -12``)."""
-    bound = {**context, variable: value}
-    names = (*GATE_VARIABLES, variable)
-    for clause in conjuncts(predicate):
-        try:
-            program = compile_expression(clause, names)
-        except CelError:
-            return None
-        answer = program.evaluate(bound)
-        if answer.value is False:
-            return program.seen(bound, longest=_SIDE_CHARS)
-    return None
+    """What the false comparisons of ``predicate`` saw of one case (``r.margin was -12``)."""
+    return _said(predicate, {**context, variable: value}, (*GATE_VARIABLES, variable))
 
 
 def _seen(cel: str, context: Mapping[str, object]) -> str | None:
-    """What the comparisons of a failed gate saw (``suite.margin - suite.baseline_margin was -5``): each
-    ``||`` alternative is false when the gate is, and in each, the first false ``&&`` clause that is a
-    comparison says what its sides were. None when no comparison says anything (a macro: its cases say it)."""
+    """What the comparisons of a failed gate saw of the suite (``suite.margin - suite.baseline_margin was -5``);
+    None when no comparison says anything (a macro: its cases say it)."""
+    return _said(cel, context, GATE_VARIABLES)
+
+
+def _said(expression: str, context: Mapping[str, object], names: Sequence[str]) -> str | None:
+    """What a false expression's comparisons saw: each ``||`` alternative is false when the whole is, and in
+    each the first false ``&&`` clause says what the sides of its comparison were (an ``||`` inside it, in turn)."""
     told: dict[str, None] = {}
-    for alternative in _disjuncts(cel):
+    expression = expression.strip()
+    while expression.startswith("(") and _closing(expression, 0) == len(expression) - 1:
+        expression = expression[1:-1].strip()  # (a || b): its alternatives
+    for alternative in _disjuncts(expression):
         for clause in conjuncts(alternative):
             try:
-                program = compile_expression(clause, GATE_VARIABLES)
+                program = compile_expression(clause, names)
             except CelError:
                 break
             if program.evaluate(context).value is not False:
                 continue
             seen = program.seen(context, longest=_SIDE_CHARS)
+            if seen is None and clause.strip() != expression:
+                seen = _said(clause, context, names)
             if seen:
                 told[seen] = None
             break
