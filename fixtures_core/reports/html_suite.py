@@ -18,7 +18,6 @@ from fixtures_core.analysis.shipgate import CaseOutcome, SuiteOutcome
 from fixtures_core.judgment import Judgment
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import shipgate, status_words
-from fixtures_core.reports.comparison import baseline_facts
 from fixtures_core.reports.evidence_links import EvidenceLinks
 from fixtures_core.reports.html_parts import Html, badge, tr
 from fixtures_core.results import RowResult
@@ -106,28 +105,30 @@ def shipped_scores(run: RunResult) -> dict[tuple[str, str, str], tuple[float, bo
 
 def ship_decisions(run: RunResult, links: EvidenceLinks | None = None) -> str:
     """Every suite's ship decision ('' for a run without A/B suites)."""
-    return "\n".join(_decision(run, suite, index) for index, suite in enumerate(run.suites))
+    return "\n".join(_decision(suite, index) for index, suite in enumerate(run.suites))
 
 
-def _decision(run: RunResult, suite: SuiteOutcome, index: int) -> str:
+def _decision(suite: SuiteOutcome, index: int) -> str:
     look = status_words.suite(suite)
-    compared = (
-        f"compared with {suite.baseline.split(' (run ')[0]}: {baseline_facts(suite.baseline_facts)}"
-        if suite.baseline is not None and suite.baseline_facts is not None
-        else f"compared with {suite.baseline}"
-        if suite.baseline is not None
-        else "no shipped run to compare with (first run)"
-    )
     parts = [
         f'<section class="ship box-{look.css}" id="ship-{index}" data-verdict="{suite.verdict}">',
         f'<h2>Ship decision <code>{escape(suite.file)}</code> <span class="ship-gate-verdict">'
         f"{badge(status_words.Look(shipgate.verdict_text(suite), look.tone))}</span></h2>",
-        f'<p class="muted">{escape(compared)}</p>',
+        _compared(suite),
         _broken_gates(suite),
         _decision_table(suite),
         "</section>",
     ]
     return "".join(part for part in parts if part)
+
+
+def _compared(suite: SuiteOutcome) -> str:
+    """What the suite was compared with; the verdict box above already names a saved run with its facts."""
+    if suite.baseline is None:
+        return '<p class="muted">no shipped run to compare with (first run)</p>'
+    if suite.baseline_facts is not None:
+        return ""
+    return f'<p class="muted">compared with {escape(suite.baseline)}</p>'
 
 
 def _broken_gates(suite: SuiteOutcome) -> str:
@@ -143,7 +144,7 @@ def _broken_gates(suite: SuiteOutcome) -> str:
     items = []
     for gate in unsettled:
         told = f"<b>{escape(gate.severity)} gate '{escape(gate.name)}' {badge(status_words.gate(gate))}</b>"
-        details = status_words.gate_details(gate, escape, _marked_breach)
+        details = status_words.gate_details(gate, escape, _marked_breach, notes=False)  # the gates table has them
         items.append(f'<li class="gate-{gate.severity} gate-{gate.status}">{told}' + "".join(": " + d for d in details))
     summary = f'<p class="muted">{passed} of {len(hard)} hard gates passed</p>'
     return f'<ul class="broken">{"".join(items)}</ul>{summary}'

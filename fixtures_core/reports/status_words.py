@@ -173,11 +173,14 @@ def gate_text(found: GateResult) -> str:
 
 
 def gate_details(
-    found: GateResult, text: Callable[[str], str] = str, breach: Callable[[Breach], str] = str
+    found: GateResult,
+    text: Callable[[str], str] = str,
+    breach: Callable[[Breach], str] = str,
+    notes: bool = True,
 ) -> list[str]:
     """What decided a gate's answer, one phrase each: why it was not evaluated (or erred), the cases that
-    broke it with what was seen of each, what its comparisons saw, its notes. ``text`` and ``breach``
-    format the plain words and each case (a page escapes one and marks the other)."""
+    broke it with what was seen of each, what its comparisons saw, and (``notes``) its notes. ``text`` and
+    ``breach`` format the plain words and each case (a page escapes one and marks the other)."""
     details = []
     if found.status in ("error", "not_evaluated") and found.error:
         details.append(text(found.error))
@@ -185,7 +188,8 @@ def gate_details(
         details.append(text("broken by ") + text(", ").join(breach(case) for case in found.breaking))
     if found.seen:
         details.append(text(f"seen: {found.seen}"))
-    details += [text(note) for note in found.notes]
+    if notes:
+        details += [text(note) for note in found.notes]
     return details
 
 

@@ -150,7 +150,7 @@ def verdict_of(run: VerdictedRun) -> Verdict:
         regressed=regressed,
         failed_gates=failed_gates,
         exit_code=code,
-        reasons=_reasons(run, own, failed_gates, regressed),
+        reasons=_reasons(run, own, regressed),
         deciding=frozenset(row.id for row in deciding),
         passed=_passed(run, own),
     )
@@ -169,9 +169,7 @@ def _baseline_name(run: VerdictedRun) -> str | None:
     return run.comparison.baseline if run.comparison is not None else None
 
 
-def _reasons(
-    run: VerdictedRun, failed: Sequence[RowResult], failed_gates: Sequence[str], regressed: bool | None
-) -> tuple[str, ...]:
+def _reasons(run: VerdictedRun, failed: Sequence[RowResult], regressed: bool | None) -> tuple[str, ...]:
     found = []
     if run.error:
         found.append(f"error: {run.error}")
@@ -183,9 +181,7 @@ def _reasons(
         if gate.status == "error"
     ]
     found += _row_phrase("failed", failed)
-    if failed_gates:
-        noun = "hard ship gate" if len(failed_gates) == 1 else "hard ship gates"
-        found.append(f"{noun} {', '.join(failed_gates)} failed")
+    found += _gates_phrase(run)
     if regressed:
         found.append(f"regression against {_baseline_name(run)}")
     elif regressed is False and failed:
@@ -229,3 +225,14 @@ def _row_phrase(what: str, rows: Sequence[RowResult]) -> list[str]:
         return []
     names = listed([f"'{row.name}'" for row in rows])
     return [f"{counted(len(rows), 'row')} {what}: {names}"]
+
+
+def _gates_phrase(run: VerdictedRun) -> list[str]:
+    """``hard ship gate 'a' (suite.md) failed``; the gates of one suite named once with its file."""
+    phrases = []
+    for suite in run.suites:
+        names = [f"'{gate.name}'" for gate in suite.gates if gate.severity == "hard" and gate.status == "fail"]
+        if names:
+            noun = "hard ship gate" if len(names) == 1 else "hard ship gates"
+            phrases.append(f"{noun} {', '.join(names)} ({suite.file}) failed")
+    return phrases

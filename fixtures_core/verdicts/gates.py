@@ -180,14 +180,22 @@ def _breaking(cel: str, context: Mapping[str, object], cases: Sequence[str]) -> 
 
 
 def _case_seen(variable: str, predicate: str, value: object, context: Mapping[str, object]) -> str | None:
-    """What the false comparisons of ``predicate`` saw of one case (``r.margin was -12``)."""
-    return _said(predicate, {**context, variable: value}, (*GATE_VARIABLES, variable))
+    """What the false comparisons of ``predicate`` saw of one case, in its own terms: ``margin was -12``,
+    ``variant.score - variant.baseline_score was -10`` (``r.`` and ``r.arms["..."]`` left out)."""
+    said = _said(predicate, {**context, variable: value}, (*GATE_VARIABLES, variable))
+    if said is None:
+        return None
+    arm = re.compile(rf"\b{re.escape(variable)}\.arms(?:\[\"([^\"]+)\"\]|\.(\w+))")
+    said = arm.sub(lambda found: found.group(1) or found.group(2), said)
+    return re.sub(rf"\b{re.escape(variable)}\.", "", said)
 
 
 def _seen(cel: str, context: Mapping[str, object]) -> str | None:
-    """What the comparisons of a failed gate saw of the suite (``suite.margin - suite.baseline_margin was -5``);
-    None when no comparison says anything (a macro: its cases say it)."""
-    return _said(cel, context, GATE_VARIABLES)
+    """What the comparisons of a failed gate saw of the suite's figures, in their own terms (``margin -
+    baseline_margin was -5``: ``suite.`` left out); None when no comparison says anything (a macro: its
+    cases say it)."""
+    said = _said(cel, context, GATE_VARIABLES)
+    return re.sub(r"\bsuite\.", "", said) if said is not None else None
 
 
 def _said(expression: str, context: Mapping[str, object], names: Sequence[str]) -> str | None:

@@ -224,7 +224,7 @@ def test_a_failing_hard_gate_exits_one_and_names_the_gate(tmp_path: Path) -> Non
     assert code == 1, stdout
     lines = stdout.splitlines()
     # the gate, and every case that broke it with what the gate saw of it (90 - 82, 78 - 79; F1 has +15)
-    assert "  FAILED hard variant wins by 12 or more: broken by F2 (r.margin was 8), F8 (r.margin was -1)" in lines
+    assert "  FAILED hard variant wins by 12 or more: broken by F2 (margin was 8), F8 (margin was -1)" in lines
     assert "SHIP-GATE VERDICT: FAIL" in stdout
     assert project.latest()["suites"][0]["gates"][0]["status"] == "fail"
 

@@ -86,7 +86,7 @@ CASES = {"won": "tone-pass", "tie": "tone-warn", "dq": "tone-fail", "absent": "t
 GATES = {
     "variant never disqualified": "FAILED: broken by dq; left out, skipped: absent",
     "margins of 5": (
-        "WARNED: broken by tie (r.margin was 0); dq: variant was disqualified (the judge disqualified it); "
+        "WARNED: broken by tie (margin was 0); dq: variant was disqualified (the judge disqualified it); "
         "it loses the case whatever its score; left out, skipped: absent"
     ),
 }

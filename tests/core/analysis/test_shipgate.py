@@ -393,7 +393,7 @@ def test_a_gate_reads_the_cases_it_names_and_names_each_breaking_case_with_its_v
 
     failed, held = only_suite(run).gates
     # every case that broke it, not only the worst, each with the margin the gate read
-    assert [str(b) for b in failed.breaking] == ["F2 (r.margin was -11)", "F3 (r.margin was 1)"]
+    assert [str(b) for b in failed.breaking] == ["F2 (margin was -11)", "F3 (margin was 1)"]
     assert (held.status, held.breaking) == ("pass", ())
 
 

@@ -133,7 +133,7 @@ def test_a_failed_ship_gate_is_in_the_answer(ab_run: RunResult) -> None:
     assert (
         "- A/B suite `" in answer
         and "**SHIP-GATE VERDICT: FAIL** (hard gate 'careful wins every gated case by 5 points or more': FAILED: "
-        "broken by loud-flag (r.margin was 16), config-comments (r.margin was 20))"
+        "broken by loud-flag (margin was 16), config-comments (margin was 20))"
         in answer  # docstring is a known limit the gate leaves out; each case with what the gate saw of it
     )
 
