@@ -23,9 +23,9 @@ from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.parsing.matrix import load_matrix, select
 from fixtures_core.parsing.validate import validate_matrix
 from fixtures_core.records.rundoc import RunResult, load_run
-from fixtures_core.records.verdict import Verdict
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import Matrix, MetricSpec, RowSpec
+from fixtures_core.verdicts.answer import Verdict
 
 __all__ = [
     "AssayError",

@@ -7,7 +7,7 @@ a sample or row passed exactly when its status is PASS.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from fixtures_core.spec import Aggregate, Direction, Threshold
@@ -16,28 +16,14 @@ from fixtures_core.suite import Attempt
 Status = Literal["PASS", "FAIL", "ERR", "SKIP"]
 Outcome = Literal["pass", "fail", "error", "not_evaluated"]
 RowClass = Literal["stable-pass", "flaky", "stable-fail"]
+# How an A/B arm ended its case: it won, lost, tied, or was disqualified (it loses whatever its score).
+CaseResult = Literal["won", "lost", "tie", "disqualified"]
 # Why a sample, row or run stopped before it finished on its own (None: it did not stop early):
 #   timeout    the row's time budget ran out (its ``timeout``), also for a sample its row cancelled for it
 #   cancelled  an interrupt cancelled it, or its row had stopped (after an error) and cancelled it in flight
 #   budget     a cost budget (``budget: cost_usd <= 5``) was reached, so no new sample started
 #   crashed    the engine could not run or record it (an orchestration failure, a bug)
 Stop = Literal["timeout", "cancelled", "budget", "crashed", "configuration"]
-
-# Precedence when statuses combine: ERR > FAIL > PASS.
-_RANK: Mapping[str, int] = {"PASS": 0, "SKIP": 0, "FAIL": 1, "ERR": 2}
-
-
-def worst(*statuses: Status) -> Status:
-    """The status that wins under ERR > FAIL > PASS."""
-    return max(statuses, key=lambda s: _RANK[s], default="PASS")
-
-
-def combine_outcomes(outcomes: list[Outcome]) -> Outcome:
-    """One outcome for many: error > fail > pass; not_evaluated when none was evaluated."""
-    for wanted in ("error", "fail", "pass"):
-        if wanted in outcomes:
-            return wanted
-    return "not_evaluated"
 
 
 @dataclass(frozen=True)
@@ -224,25 +210,8 @@ class RowResult:
     wall_ms: float | None = None  # from the row's first sample start to its end (samples may overlap)
     sampling: str | None = None  # an adaptive row's why it stopped: "decided after 4: ..." or "undecided at max ..."
     sampled: Sampled | None = None  # an adaptive row: how its sampling ended, and its extra samples
+    case_result: CaseResult | None = None  # an A/B arm: how it ended its case (None: no winner was decided)
 
     @property
     def passed(self) -> bool:
         return self.status == "PASS"
-
-
-def skipped_if_unrun(row: RowResult) -> RowResult:
-    """``row`` as SKIP, with its samples' reason, when none of its samples ran (each one SKIP, as in
-    a dry run): sample statuses combine under ERR > FAIL > PASS, where a SKIP weighs like a PASS."""
-    if row.status != "PASS" or not row.samples or any(s.status != "SKIP" for s in row.samples):
-        return row
-    return replace(row, status="SKIP", error=row.error or row.samples[0].error)
-
-
-def row_status(samples: Sequence[SampleResult], errored: bool, pass_rate: float = 1.0) -> Status:
-    """A row's status from its samples: ERR when it or a sample errored; FAIL when fewer than
-    ``pass_rate`` of its decided (PASS or FAIL) samples passed (with the seeds' 1: any FAIL); else PASS."""
-    passed = sum(1 for s in samples if s.status == "PASS")
-    failed = sum(1 for s in samples if s.status == "FAIL")
-    below = failed > 0 and passed < pass_rate * (passed + failed) - 1e-9
-    others = [s.status for s in samples if s.status not in ("PASS", "FAIL")]
-    return worst("ERR" if errored else "PASS", *others, "FAIL" if below else "PASS")

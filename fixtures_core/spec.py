@@ -235,7 +235,9 @@ class FixtureFile:
     """A parsed fixture file and the digest of its bytes.
 
     ``path`` is as the user gave it (for messages); ``identity`` is how run
-    documents name the file, the same from any working directory.
+    documents name the file, the same from any working directory. ``errors``: what
+    broke the file as a whole (its frontmatter, its bytes): every row of it is ERR
+    with the first of them, and the other files run.
     """
 
     path: str
@@ -243,7 +245,8 @@ class FixtureFile:
     rows: tuple[RowSpec, ...]
     identity: str = ""
     warnings: tuple[FixtureWarning, ...] = ()
-    frontmatter_end: int = 0  # the line of the frontmatter's closing fence (0: none); errors up to it stop the file
+    frontmatter_end: int = 0  # the line of the frontmatter's closing fence (0: none); errors up to it break the file
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

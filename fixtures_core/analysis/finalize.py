@@ -21,18 +21,10 @@ from fixtures_core.analysis.metrics import (
     threshold_failure,
 )
 from fixtures_core.analysis.passk import SuiteFigures, group_figures, row_stochastic, suite_figures
-from fixtures_core.results import (
-    BudgetFigures,
-    MetricComparison,
-    MetricSummary,
-    Outcome,
-    RowResult,
-    Status,
-    combine_outcomes,
-    skipped_if_unrun,
-    worst,
-)
+from fixtures_core.results import BudgetFigures, MetricComparison, MetricSummary, Outcome, RowResult
 from fixtures_core.spec import MetricSpec, RowSpec
+from fixtures_core.verdicts import row as row_verdict
+from fixtures_core.verdicts.precedence import combine_outcomes
 
 if TYPE_CHECKING:  # imported where it is used: pandas costs ~0.25 s, and most commands never finalize
     import pandas as pd
@@ -81,7 +73,7 @@ def finalize_rows(
 ) -> list[RowResult]:
     """Every row with its metrics, comparisons and repeat statistics, in spec order; a row none of
     whose samples ran (a dry run) is SKIP."""
-    by_id = {r.id: skipped_if_unrun(r) for r in results}
+    by_id = {r.id: row_verdict.dry_run_skipped(r) for r in results}
     pairs = [(spec, by_id[spec.id]) for spec in specs if spec.id in by_id]
     extracted = extracted_values(metric_table(results))
     summaries = {spec.id: _summaries(spec, row, extracted) for spec, row in pairs}
@@ -91,7 +83,7 @@ def finalize_rows(
         metrics = {
             name: _compare(spec, name, summary, summaries, rows_by_name) for name, summary in summaries[spec.id].items()
         }
-        done = _with_metrics(row, metrics)
+        done = row_verdict.with_metrics(row, metrics)
         if done.status != "SKIP":
             done = replace(done, stochastic=row_stochastic(done.samples, k, done.name))
         finished.append(done)
@@ -240,15 +232,3 @@ def _comparison(baseline_name: str, summary: MetricSummary, other: MetricSummary
         reason = failure.replace(" exceeds", f" vs '{baseline_name}' exceeds", 1)
         return MetricComparison(baseline_name, "fail", other.value, recorded(percent), recorded(points), reason)
     return MetricComparison(baseline_name, "pass", other.value, recorded(percent), recorded(points))
-
-
-def _with_metrics(row: RowResult, metrics: dict[str, MetricSummary]) -> RowResult:
-    if not metrics:
-        return row
-    gating: list[Outcome] = [m.status for m in metrics.values() if m.gate]
-    outcome = combine_outcomes(gating)
-    metric_status: Status = {"error": "ERR", "fail": "FAIL"}.get(outcome, "PASS")  # type: ignore[assignment]
-    status = row.status if row.status == "SKIP" else worst(row.status, metric_status)
-    errors = [f"metric {n}: {m.error}" for n, m in metrics.items() if m.gate and m.status in ("fail", "error")]
-    error = row.error or ("; ".join(errors) or None)
-    return replace(row, metrics=metrics, status=status, error=error, outcomes=replace(row.outcomes, metrics=outcome))

@@ -167,7 +167,7 @@ class SuiteFigures:
 
     Fields:
         k: the ``--k`` value; None means each row used its own n.
-        rows: rows counted (every row except SKIP rows).
+        rows: rows counted (every row except SKIP rows and rows with a configuration error).
         pass_at_k: mean of the counted rows' pass@k estimates.
         pass_hat_k: mean of the counted rows' pass^k estimates.
         rows_pass_at_k: counted rows meeting pass@k (n - c < k).
@@ -175,6 +175,8 @@ class SuiteFigures:
         withheld: why the headline figures are not given, naming the rows.
         skipped: names of SKIP rows, listed and never counted.
         withheld_rows: names of counted rows that withheld their estimates.
+        left_out: names of rows with a configuration error (they ran nothing: no outcome to count), listed
+            and never counted; they withhold nothing (the run's verdict is ERR for them).
     """
 
     k: int | None
@@ -186,6 +188,7 @@ class SuiteFigures:
     withheld: str | None
     skipped: tuple[str, ...] = ()
     withheld_rows: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
 
 def _row_figures(row: RowResult, k: int | None) -> Stochastic:
@@ -213,12 +216,13 @@ def _withheld_text(reasons: Sequence[tuple[str, str]]) -> str:
 def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:
     """Headline pass@k and pass^k over rows that already carry ``.stochastic``.
 
-    SKIP rows are listed in ``skipped`` and not counted. If any counted row
-    withheld its estimate, or no row was counted, the headline figures are
+    SKIP rows are listed in ``skipped`` and rows with a configuration error in ``left_out``; neither is
+    counted. If any counted row withheld its estimate, or no row was counted, the headline figures are
     None and ``withheld`` says why. Means are taken over exact fractions.
     """
     skipped = tuple(row.name for row in rows if row.status == "SKIP")
-    counted = [row for row in rows if row.status != "SKIP"]
+    left_out = tuple(row.name for row in rows if row.stopped == "configuration")
+    counted = [row for row in rows if row.status != "SKIP" and row.stopped != "configuration"]
     figures = [_row_figures(row, k) for row in counted]
     withholding = [(row.name, st.withheld) for row, st in zip(counted, figures, strict=True) if st.withheld]
     if not counted or withholding:
@@ -232,6 +236,7 @@ def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:
             withheld=_withheld_text(withholding) if withholding else "no rows ran",
             skipped=skipped,
             withheld_rows=tuple(name for name, _ in withholding),
+            left_out=left_out,
         )
     count = len(figures)
     at_k = sum((pass_at_k(st.n, st.passed, st.k) for st in figures), Fraction(0)) / count
@@ -245,6 +250,7 @@ def suite_figures(rows: Sequence[RowResult], k: int | None) -> SuiteFigures:
         rows_pass_hat_k=sum(1 for st in figures if st.passed == st.n),
         withheld=None,
         skipped=skipped,
+        left_out=left_out,
     )
 
 

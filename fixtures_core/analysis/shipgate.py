@@ -33,23 +33,18 @@ Rules (seed 04, RUBRIC.md, generalised):
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from fixtures_core.analysis.baseline import RunFacts
-from fixtures_core.cel import compile_expression
 from fixtures_core.execution.judging import SuiteJudging
-from fixtures_core.execution.judgment import TIE, Judgment
-from fixtures_core.parsing.suite import GATE_VARIABLES
-from fixtures_core.results import MetricValue, Outcome, RowResult, Status, worst
+from fixtures_core.judgment import ArmScore, Judgment
+from fixtures_core.results import CaseResult, MetricValue, RowResult, Status
 from fixtures_core.spec import MetricSpec, RowSpec
-from fixtures_core.suite import SCORE_METRIC, GateSeverity, JudgeSpec, SuiteSpec
-
-EXPECTED = "EXPECTED (known-limit)"
-READY = "READY"  # a dry run's case: workspaces prepared, setup and verification ran
-OUTSIDE_KNOWN_LIMIT = "WARNING (known-limit)"
+from fixtures_core.suite import SCORE_METRIC, JudgeSpec, SuiteSpec
+from fixtures_core.verdicts import case as case_verdict
+from fixtures_core.verdicts import row as row_verdict
+from fixtures_core.verdicts.gates import CaseData, GateInputs, GateResult, evaluate
 
 
 @dataclass(frozen=True)
@@ -78,6 +73,8 @@ class ArmOutcome:
     duration_ms:  mean wall time of the arm's command over its samples.
     timed_out:    an attempt's arm ran past its own time limit.
     axes_invalid: axis scores the judge gave outside their range (clamped; devlyn's judge protocol).
+    disqualified_by: what disqualified it: the rules its attempts broke, the judge's reason.
+    result:       how it ended its case (won, lost, tie, disqualified); None without a winner.
     """
 
     row: str
@@ -93,6 +90,8 @@ class ArmOutcome:
     baseline_critical: tuple[str, ...] | None = None
     timed_out: bool = False
     axes_invalid: int = 0
+    disqualified_by: tuple[str, ...] = ()
+    result: CaseResult | None = None
 
 
 @dataclass(frozen=True)
@@ -111,17 +110,6 @@ class CaseOutcome:
     judgments: tuple[Judgment, ...] = ()
     error: str | None = None
     properties: Mapping[str, object] = field(default_factory=dict)  # what the case's arms share (gates read them)
-
-
-@dataclass(frozen=True)
-class GateResult:
-    """A ship gate evaluated on a run: pass, fail, error, or not_evaluated (a dry run)."""
-
-    name: str
-    cel: str
-    severity: GateSeverity
-    status: Outcome
-    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,11 +205,9 @@ def _scored(row: RowResult, arm: str, judgments: Mapping[int, Judgment]) -> RowR
         else:
             value = MetricValue("pass", value=judgment.scores[arm].total)
             samples.append(replace(sample, metrics={**sample.metrics, SCORE_METRIC: value}))
-    failed = [j for j in judgments.values() if j.error is not None]
-    if not failed:
-        return replace(row, samples=tuple(samples))
-    error = f"judge: sample {failed[0].sample}: {failed[0].error}"
-    return replace(row, samples=tuple(samples), status="ERR", error=row.error or error)
+    failed = next((j for j in judgments.values() if j.error is not None), None)
+    scored = replace(row, samples=tuple(samples))
+    return row_verdict.judged(scored, f"sample {failed.sample}: {failed.error}" if failed is not None else None)
 
 
 # --- outcomes ------------------------------------------------------------------------
@@ -235,8 +221,9 @@ def suite_outcome(
     baseline: SuiteOutcome | None = None,
     baseline_name: str | None = None,
     dry_run: bool = False,
-) -> SuiteOutcome:
-    """Cases, margins, averages, gates and warnings of one suite of a finalized run."""
+) -> tuple[SuiteOutcome, dict[str, RowResult]]:
+    """Cases, margins, averages, gates and warnings of one suite of a finalized run; and its arm rows,
+    each with how it ended its case (``verdicts.row.with_case``), by row id."""
     results = {row.id: row for row in rows}
     members = [s for s in specs if s.ab is not None and s.ab.suite.file == suite.file and s.id in results]
     arms = tuple(a.name for a in suite.arms)
@@ -247,21 +234,24 @@ def suite_outcome(
         by_case.setdefault(spec.ab.case, []).append(spec)
     previous = {c.name: c for c in baseline.cases} if baseline is not None else {}
     judgments = judging.judgments if judging is not None else ()
-    cases = tuple(
-        _case(case, found, results, [j for j in judgments if j.case == case], pair, previous.get(case), dry_run)
-        for case, found in by_case.items()
-    )
+    arm_rows: dict[str, RowResult] = {}
+    cases = []
+    for case, found in by_case.items():
+        judged, ended = _case(
+            case, found, results, [j for j in judgments if j.case == case], pair, previous.get(case), dry_run
+        )
+        cases.append(judged)
+        arm_rows.update(ended)
     scores = {arm: _mean([c.arms[arm].score for c in cases if arm in c.arms]) for arm in arms}
     averages = {arm: score for arm, score in scores.items() if score is not None}
-    margin = _mean([c.margin for c in cases])
     outcome = SuiteOutcome(
         file=members[0].fixture_id or members[0].file if members else suite.file,
-        verdict="PASS",
+        verdict=case_verdict.suite_verdict([c.status for c in cases], ()),  # its gates come next
         arms=arms,
-        cases=cases,
+        cases=tuple(cases),
         compare=pair,
         averages=averages,
-        margin=margin,
+        margin=_mean([c.margin for c in cases]),
         baseline_margin=baseline.margin if baseline is not None else None,
         baseline=baseline_name if baseline is not None else None,
         dry_run=dry_run,
@@ -271,15 +261,10 @@ def suite_outcome(
         baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None else {},
         rotation_candidates=_saturated(cases, previous),
     )
-    unrun = [case for case in suite.cases if case not in by_case]
-    gates = tuple(
-        GateResult(g.name, g.cel, g.severity, "not_evaluated", "dry run: nothing was scored")
-        if dry_run
-        else _unrun_gate(g.name, g.cel, g.severity, unrun) or _gate(g.name, g.cel, g.severity, outcome)
-        for g in suite.gates
-    )
+    inputs = gate_inputs(outcome, [case for case in suite.cases if case not in by_case])
+    gates = tuple(evaluate(gate, inputs) for gate in suite.gates)
     warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
-    warnings += [f"soft gate '{g.name}' failed" for g in gates if g.severity == "soft" and g.status == "fail"]
+    warnings += [f"soft gate '{g.name}' warned" for g in gates if g.severity == "soft" and g.status == "fail"]
     warnings += [
         f"{name}: every arm scored above {SATURATED:g} here and in {baseline_name}: saturated, a rotation candidate"
         for name in outcome.rotation_candidates
@@ -290,10 +275,25 @@ def suite_outcome(
         for j in case.judgments
         if j.disagreement
     ]
-    errored = any(c.status == "ERR" for c in cases) or any(g.status == "error" for g in gates)
+    verdict = case_verdict.suite_verdict([c.status for c in cases], [(g.severity, g.status) for g in gates])
     violations = sum(g.severity == "hard" and g.status == "fail" for g in gates)
-    verdict: Status = "ERR" if errored else "FAIL" if violations else "PASS"
-    return replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict, hard_floor_violations=violations)
+    done = replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict, hard_floor_violations=violations)
+    return done, arm_rows
+
+
+def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[str] = ()) -> GateInputs:
+    """What the gates of a suite read (``verdicts.gates``): its cases, and those of its file it did not run."""
+    first = outcome.compare[0] if outcome.compare is not None else None
+    cases = [_case_data(case, first) for case in outcome.cases]
+    return GateInputs(gate_context(outcome), cases, unrun, outcome.dry_run)
+
+
+def _case_data(case: CaseOutcome, first: str | None) -> CaseData:
+    """What the gates must know of a case beyond its CEL value: whether it has data, and whether the arm
+    the gates protect (the first of ``compare``) was disqualified (its margin then says nothing)."""
+    arm = case.arms.get(first) if first is not None else None
+    disqualified = {first: "; ".join(arm.disqualified_by)} if first is not None and arm and arm.disqualified else {}
+    return CaseData(case.name, case.status, case.error, disqualified)
 
 
 SATURATED = 95.0  # seed 04: "both arms > 95 for two consecutive shipped versions"
@@ -363,42 +363,58 @@ def _case(
     pair: tuple[str, str] | None,
     previous: CaseOutcome | None,
     dry_run: bool,
-) -> CaseOutcome:
+) -> tuple[CaseOutcome, dict[str, RowResult]]:
+    """One case across its arms, and its arm rows with how each ended the case."""
     first = specs[0]
     assert first.ab is not None
-    arms = {}
+    found = {}
     for spec in specs:
         assert spec.ab is not None
-        key = spec.ab.arm or spec.name
-        arms[key] = _arm(results[spec.id], key, judgments, previous)
-    statuses = [a.status for a in arms.values()]
+        found[spec.ab.arm or spec.name] = (spec, _arm(results[spec.id], spec.ab.arm or spec.name, judgments, previous))
     failed_judgment = next((j for j in judgments if j.error is not None), None)
-    status: Status = "SKIP" if all(s == "SKIP" for s in statuses) else worst(*statuses)
-    if failed_judgment is not None:
-        status = "ERR"
+    disqualified = {key: arm.disqualified for key, (_spec, arm) in found.items()}
+    winner = case_verdict.winner(judgments, disqualified) if judgments else None
+    ended: dict[str, RowResult] = {}
+    arms: dict[str, ArmOutcome] = {}
+    for key, (spec, arm) in found.items():
+        result = None if dry_run else case_verdict.arm_result(key, arm.disqualified, winner)
+        row = row_verdict.with_case(results[spec.id], result, arm.disqualified_by)
+        ended[spec.id] = row
+        arms[key] = replace(arm, status=row.status, result=result)
+    status = case_verdict.case_status([a.status for a in arms.values()], failed_judgment is not None)
     margin = None
-    compared = [arms[name] for name in pair or () if name in arms]
+    compared = [arms[arm] for arm in pair or () if arm in arms]
     if pair is not None and len(compared) == 2:
         first_score, second_score = compared[0].score, compared[1].score
         if first_score is not None and second_score is not None:
             margin = first_score - second_score
+    first_arm = arms.get(pair[0]) if pair is not None else next(iter(arms.values()))
+    outside = _outside(first.ab.known_limit, margin) if first.ab.known_limit is not None else None
+    # A dry run's case is ready when every arm prepared its workspace (its samples, SKIP, hold the attempts).
+    prepared = dry_run and all(results[s.id].samples for s in specs)
+    verdict = case_verdict.case_verdict(
+        status,
+        (first_arm.status, first_arm.disqualified) if first_arm is not None else None,
+        winner,
+        pair,
+        outside,
+        prepared,
+    )
     case = CaseOutcome(
         name=name,
         line=first.ab.case_line,
         status=status,
-        verdict="",
+        verdict=verdict,
         arms=arms,
         margin=margin,
-        winner=_winner(judgments, arms) if judgments else None,
+        winner=winner,
         known_limit=first.ab.known_limit,
         baseline_margin=previous.margin if previous is not None else None,
         judgments=tuple(judgments),
         properties=_gate_properties(first.ab.shared),
         error=failed_judgment.error if failed_judgment is not None else _first_error(results, specs),
     )
-    # A dry run's case is ready when every arm prepared its workspace (its samples, SKIP, hold the attempts).
-    prepared = dry_run and status != "ERR" and all(results[s.id].samples for s in specs)
-    return replace(case, verdict=READY if prepared else _verdict(case, pair))
+    return case, ended
 
 
 def _gate_properties(shared: Mapping[str, object]) -> dict[str, object]:
@@ -419,6 +435,8 @@ def _arm(row: RowResult, arm: str, judgments: Sequence[Judgment], previous: Case
     critical = list(dict.fromkeys(text for s in scored for text in s.findings))
     axes_names = list(dict.fromkeys(axis for s in scored for axis in s.axes))
     before = previous.arms.get(arm) if previous is not None else None
+    broken = [f.describe() for a in attempts for f in a.findings if f.severity == "disqualifier"]
+    said = [why for s in scored if s.disqualifier and (why := _judge_said(s, broken))]
     return ArmOutcome(
         row=row.name,
         status=row.status,
@@ -433,57 +451,31 @@ def _arm(row: RowResult, arm: str, judgments: Sequence[Judgment], previous: Case
         baseline_critical=before.critical if before is not None else None,
         timed_out=any(a.arm_timed_out for a in attempts),
         axes_invalid=sum(s.axes_invalid for s in scored),
+        disqualified_by=tuple(dict.fromkeys([*broken, *said])),
     )
 
 
-def _winner(judgments: Sequence[Judgment], arms: Mapping[str, ArmOutcome]) -> str:
-    """The arm most samples were won by; else a tie. A disqualified arm loses the case whatever the
-    judge said: when only one arm was not disqualified, it wins."""
-    standing = [name for name, arm in arms.items() if not arm.disqualified]
-    if len(standing) == 1 and len(arms) > 1:
-        return standing[0]
-    votes: Counter[str] = Counter()
-    for judgment in judgments:
-        if judgment.error is not None or judgment.winner is None:
-            continue
-        allowed = {arm for arm, score in judgment.scores.items() if not (score.disqualifier or arms[arm].disqualified)}
-        winner = judgment.winner
-        if winner != TIE and winner not in allowed:
-            best = sorted(((judgment.scores[a].total, a) for a in allowed), reverse=True)
-            winner = best[0][1] if best and (len(best) == 1 or best[0][0] > best[1][0]) else TIE
-        if winner != TIE:
-            votes[winner] += 1
-    ranked = votes.most_common()
-    if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
-        return TIE
-    return ranked[0][0]
+def _judge_said(score: ArmScore, known: Sequence[str]) -> str | None:
+    """Why the judge disqualified an arm: its reason, else its disqualifier findings the rules did not
+    already name; None when the rules said it all."""
+    if score.disqualifier_reason:
+        return f"the judge: {score.disqualifier_reason}"
+    found = [f for f in score.findings if f.startswith("disqualifier") and f not in known]
+    if found:
+        return "the judge: " + "; ".join(found)
+    return None if known else "the judge disqualified it"
 
 
-def _verdict(case: CaseOutcome, pair: tuple[str, str] | None) -> str:
-    """The ship-gate table's Verdict column for one case."""
-    if case.status in ("SKIP", "ERR"):
-        return case.status
-    if case.known_limit is not None:
-        return OUTSIDE_KNOWN_LIMIT if _outside(case) else EXPECTED
-    first = case.arms.get(pair[0]) if pair is not None else next(iter(case.arms.values()))
-    if first is None:
-        return case.status
-    if first.disqualified:
-        return "DISQUALIFIED"
-    if first.status != "PASS" or case.winner is None or pair is None:
-        return first.status
-    return "PASS" if case.winner == pair[0] else "TIE" if case.winner == TIE else "LOSS"
-
-
-def _outside(case: CaseOutcome) -> bool:
-    if case.known_limit is None or case.margin is None:
+def _outside(known_limit: tuple[float, float], margin: float | None) -> bool:
+    """The case's margin lies outside its known-limit range."""
+    if margin is None:
         return False
-    low, high = case.known_limit
-    return case.margin < low or case.margin > high
+    low, high = known_limit
+    return margin < low or margin > high
 
 
 def _known_limit_warning(case: CaseOutcome) -> str | None:
-    if not _outside(case):
+    if case.known_limit is None or not _outside(case.known_limit, case.margin):
         return None
     assert case.known_limit is not None and case.margin is not None
     low, high = case.known_limit
@@ -557,26 +549,3 @@ def _arm_value(arm: ArmOutcome) -> dict[str, object]:
     }
     value.update({k: v for k, v in optional.items() if v is not None})
     return value
-
-
-_STRING_LITERAL = re.compile(r"""(?P<q>["'])(?P<text>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
-
-
-def _unrun_gate(name: str, cel: str, severity: GateSeverity, unrun: Sequence[str]) -> GateResult | None:
-    """A gate naming a case this run did not select (``--filter``) is n/a, never a FAIL: it would be
-    judged on a case that is not there."""
-    named = [m.group("text") for m in _STRING_LITERAL.finditer(cel) if m.group("text") in unrun]
-    if not named:
-        return None
-    cases = ", ".join(f"'{case}'" for case in dict.fromkeys(named))
-    return GateResult(name, cel, severity, "not_evaluated", f"n/a: it names {cases}, which this run did not run")
-
-
-def _gate(name: str, cel: str, severity: GateSeverity, outcome: SuiteOutcome) -> GateResult:
-    program = compile_expression(cel, GATE_VARIABLES)
-    result = program.evaluate(gate_context(outcome))
-    if result.error is not None:
-        return GateResult(name, cel, severity, "error", f"gate '{name}' could not be evaluated: {result.error}")
-    if not isinstance(result.value, bool):
-        return GateResult(name, cel, severity, "error", f"gate '{name}' must be true or false, got {result.value!r}")
-    return GateResult(name, cel, severity, "pass" if result.value else "fail")

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.durations import format_duration
-from fixtures_core.execution.checks import check_sample, unrun_sample
+from fixtures_core.execution.checks import check_sample, dry_run_sample
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.oracles import run_oracles
 from fixtures_core.execution.run_settings import RunSettings
@@ -46,10 +46,11 @@ from fixtures_core.files import json_text, slug, write_text_atomic
 from fixtures_core.parsing.suite import WORKSPACE_NAME, workspace_folder
 from fixtures_core.parsing.template import render
 from fixtures_core.redaction import Redactor, redactor
-from fixtures_core.results import Check, SampleResult
+from fixtures_core.results import SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import Attempt, Finding, VerifyResult
 from fixtures_core.text import excerpt
+from fixtures_core.verdicts import sample as sample_verdict
 
 ATTEMPTS = "attempts"
 DRY_RUN = "dry run"  # why a sample of a dry run did not run
@@ -88,7 +89,7 @@ def run_attempt(
     CEL sees the real output; what is written to disk and kept in the record is masked.
     """
     if settings.dry_run and row.ab is None:
-        return unrun_sample(row, index, "SKIP", DRY_RUN)  # nothing to prepare: no workspace, no command
+        return dry_run_sample(row, index, DRY_RUN)  # nothing to prepare: no workspace, no command
     relative = attempt_folder(row, index)
     folder = Path(settings.evidence_dir or tempfile.mkdtemp(prefix="assay-evidence-")) / relative
     folder.mkdir(parents=True, exist_ok=True)
@@ -160,12 +161,10 @@ def _arm_deadline(row: RowSpec, deadline: float) -> float:
 
 
 def _stopped_arm(row: RowSpec, sample: SampleResult) -> SampleResult:
-    """A sample whose arm ran past its own limit: FAIL (its evidence was still taken), never PASS."""
+    """A sample whose arm ran past its own limit (its evidence was still taken)."""
     assert row.ab is not None and row.ab.arm_timeout_s is not None
     why = f"the arm ran past its limit of {format_duration(row.ab.arm_timeout_s)} and was stopped"
-    if sample.status == "ERR":
-        return sample
-    return replace(sample, status="FAIL", command=Check("fail", why), error=why)
+    return sample_verdict.past_arm_limit(sample, why)
 
 
 @dataclass
@@ -338,7 +337,7 @@ def _finish(
 ) -> SampleResult:
     """Check the sample like any other (with the attempt's CEL variables), attach the record, write result.json."""
     if dry_run and execution.error is None and not execution.timed_out and not execution.cancelled:
-        sample = unrun_sample(row, index, "SKIP", DRY_RUN)
+        sample = dry_run_sample(row, index, DRY_RUN)
     else:
         sample = check_sample(row, index, execution, tmpdir, values, cel)
     sample = replace(sample, attempt=record)

@@ -15,7 +15,6 @@ import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from fixtures_core.cel import (
     EVERY_VALUE,
@@ -34,9 +33,11 @@ from fixtures_core.execution.ansi import ansi_facts
 from fixtures_core.execution.sampling import Execution
 from fixtures_core.limits import LimitExceeded
 from fixtures_core.parsing.builtins import cel_names
-from fixtures_core.results import Check, MetricValue, Outcome, SampleResult, Status
+from fixtures_core.results import Check, MetricValue, SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.text import excerpt
+from fixtures_core.verdicts import sample as sample_verdict
+from fixtures_core.verdicts.sample import Ran
 
 FILES_LIMIT = 1024 * 1024
 # What ``files`` holds in all: hard links or copies of one large file would otherwise multiply memory.
@@ -105,34 +106,15 @@ def check_sample(
     adds variables of the sample's own (an A/B attempt's evidence)."""
     stdout = execution.stdout.decode("utf-8", errors="replace")
     stderr = execution.stderr.decode("utf-8", errors="replace")
-    base = dict(
-        index=index,
-        duration_ms=round(execution.duration_ms, 3),
-        exit_code=execution.exit_code,
-        stdout=stdout,
-        stderr=stderr,
-        truncated=execution.truncated,
-    )
+    ran = Ran(index, round(execution.duration_ms, 3), execution.exit_code, stdout, stderr, execution.truncated)
     process_error = _process_error(row, execution)
     if process_error is not None:
-        return SampleResult(
-            status="ERR",
-            command=Check("error", process_error),
-            error=process_error,
-            stopped=execution.stopped,
-            **base,  # type: ignore[arg-type]
-        )
+        return sample_verdict.process_failed(ran, process_error, execution.stopped)
     command_failure = _command_failure(row, execution.exit_code, stdout, stderr)
     programs = row_programs(row)
     if command_failure is not None:
-        return SampleResult(
-            status="FAIL",
-            command=Check("fail", command_failure),
-            assertions=Check("not_evaluated", expression=row.expect.cel) if programs.assertion else None,
-            metrics={name: MetricValue("not_evaluated") for name in programs.metrics},
-            error=command_failure,
-            **base,  # type: ignore[arg-type]
-        )
+        assertion_text = row.expect.cel if programs.assertion else None
+        return sample_verdict.command_failed(ran, command_failure, assertion_text, list(programs.metrics))
     context = _context(row, index, stdout, stderr, execution, programs, names)
     unreadable = None
     if programs.files_reads is not None:
@@ -146,22 +128,14 @@ def check_sample(
     assertion = _assert(programs.assertion, context, not_json, programs.clauses) if programs.assertion else None
     metrics = {name: _extract(name, program, context, not_json, index) for name, program in programs.metrics.items()}
     indeterminate = _indeterminate(programs.indeterminate, context, not_json)
-    errors = [c.error for c in (assertion, indeterminate) if c is not None and c.status == "error"]
+    errors = [str(c.error) for c in (assertion, indeterminate) if c is not None and c.status == "error"]
     if unreadable is not None:  # what the checks saw of ``files`` is incomplete: no verdict on it
         errors.append(unreadable)
     # A non-gating metric (gate: false) never fails or errors a row: its error stays on its value only.
     gating = {m.name for m in row.metrics if m.gate}
     errors += [f"metric {name}: {m.error}" for name, m in metrics.items() if m.status == "error" and name in gating]
-    status: Status = "ERR" if errors else ("FAIL" if assertion is not None and assertion.status == "fail" else "PASS")
-    return SampleResult(
-        status=status,
-        command=Check("pass"),
-        assertions=assertion,
-        metrics=metrics,
-        error="; ".join(str(e) for e in errors) or None,
-        indeterminate=indeterminate is not None and indeterminate.status == "pass",
-        **base,  # type: ignore[arg-type]
-    )
+    undecided = indeterminate is not None and indeterminate.status == "pass"
+    return sample_verdict.checked(ran, assertion, metrics, errors, undecided)
 
 
 def _process_error(row: RowSpec, execution: Execution) -> str | None:
@@ -173,26 +147,15 @@ def _process_error(row: RowSpec, execution: Execution) -> str | None:
 
 
 def missing_cwd_sample(row: RowSpec, index: int, cwd: str) -> SampleResult:
-    """A sample whose working directory does not exist: a FAIL, as in Gavel (the command never ran)."""
-    return unrun_sample(row, index, "FAIL", f"cwd {cwd} does not exist")
+    """A sample whose working directory does not exist: its command expectation failed (as in Gavel), it never ran."""
+    ran = Ran(index, 0.0, None, "", "")
+    reason = f"cwd {cwd} does not exist"
+    return sample_verdict.command_failed(ran, reason, row.expect.cel, [m.name for m in row.metrics])
 
 
-def unrun_sample(row: RowSpec, index: int, status: Literal["FAIL", "ERR", "SKIP"], reason: str) -> SampleResult:
-    """A sample whose command never ran: ``status`` (never PASS) with ``reason`` as its error, and
-    none of its checks or metrics evaluated."""
-    command: Outcome = "fail" if status == "FAIL" else "error" if status == "ERR" else "not_evaluated"
-    return SampleResult(
-        index=index,
-        status=status,
-        duration_ms=0.0,
-        exit_code=None,
-        stdout="",
-        stderr="",
-        command=Check(command, reason),
-        assertions=Check("not_evaluated", expression=row.expect.cel) if row.expect.cel else None,
-        metrics={m.name: MetricValue("not_evaluated") for m in row.metrics},
-        error=reason,
-    )
+def dry_run_sample(row: RowSpec, index: int, reason: str) -> SampleResult:
+    """A sample a dry run did not run (nothing to prepare, or the command not started)."""
+    return sample_verdict.not_run(Ran(index, 0.0, None, "", ""), reason, row.expect.cel, [m.name for m in row.metrics])
 
 
 def _command_failure(row: RowSpec, exit_code: int | None, stdout: str, stderr: str) -> str | None:

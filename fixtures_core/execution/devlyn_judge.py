@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fixtures_core.execution.judgment import TIE, ArmScore, JudgeOutput, JudgeOutputError
+from fixtures_core.judgment import TIE, ArmScore, JudgeOutput, JudgeOutputError
 
 AXES = ("spec", "constraint", "scope", "quality")
 AXIS_MAX = 25

@@ -39,9 +39,9 @@ from fixtures_core.execution import devlyn_judge
 from fixtures_core.execution.attempt import with_kept_output
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.devlyn_evidence import verify_document
-from fixtures_core.execution.judgment import TIE, ArmScore, JudgeOutput, JudgeOutputError, Judgment
 from fixtures_core.execution.sampling import execute
 from fixtures_core.files import json_text, slug, write_json_atomic, write_text_atomic
+from fixtures_core.judgment import TIE, ArmScore, JudgeOutput, JudgeOutputError, Judgment
 from fixtures_core.parsing.template import render
 from fixtures_core.results import SampleResult
 from fixtures_core.suite import CaseChecks, JudgeSpec

@@ -22,7 +22,7 @@ from fixtures_core.execution.judge import (
     provenance_of,
     rubric_text,
 )
-from fixtures_core.execution.judgment import Judgment
+from fixtures_core.judgment import Judgment
 from fixtures_core.parsing.builtins import suite_template_values
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import RowSpec

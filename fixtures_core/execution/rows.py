@@ -42,18 +42,11 @@ from fixtures_core.execution.slots import TIME_RAN_OUT, Lease
 from fixtures_core.parsing.builtins import platform_values
 from fixtures_core.parsing.template import TemplateError, render
 from fixtures_core.redaction import redactor
-from fixtures_core.results import (
-    Outcomes,
-    RowResult,
-    Sampled,
-    SampleResult,
-    Status,
-    Stop,
-    combine_outcomes,
-    row_status,
-)
+from fixtures_core.results import RowResult, Sampled, SampleResult, Stop
 from fixtures_core.sequential import decide, progress
 from fixtures_core.spec import RowSpec
+from fixtures_core.verdicts import row as row_verdict
+from fixtures_core.verdicts.row import RowVerdict
 
 _CANCELLED = "cancelled"  # a row's give-up reason while it waits for a slot: the run was cancelled
 _NO_TEST = "a mean or regression gate is open, and no sequential test says when it has enough"
@@ -198,11 +191,12 @@ def run_row(
         with sample_pool(1) as own:
             return run_row(row, settings, containment, sample_runner, on_sample, own)
     if row.error is not None:
-        return _result(row, (), "ERR", row.error, "configuration")
+        return _result(row, (), row_verdict.could_not_run(row.error), "configuration")
     if row.daemon is not None:
         started = settings.daemons.get(row.daemon.where)
         if started is None or started.error is not None:
-            return _result(row, (), "ERR", started.error if started else f"daemon ({row.daemon.where}) not started")
+            reason = started.error if started else f"daemon ({row.daemon.where}) not started"
+            return _result(row, (), row_verdict.could_not_run(reason or "daemon not started"))
     finished = pool.resumed.rows.get(row.id)
     if finished is not None:
         return finished  # a resumed run keeps the rows that finished
@@ -261,7 +255,7 @@ class _RowRun:
         first = pool.slots.acquire((pool.rank(row), pending[0]), self.keys, self._before_start)
         if isinstance(first, str):
             if first != _CANCELLED and not self.samples:  # a budget was reached before the row began
-                return _result(row, (), "SKIP", f"{first} before the row started", "budget")
+                return _result(row, (), row_verdict.skipped(f"{first} before the row started"), "budget")
             self._stop(*self._stop_for(first), cancel=False)
             return self._result()
         self.began = time.monotonic()  # the row starts with its first slot
@@ -271,10 +265,10 @@ class _RowRun:
                 skipped = skip_reason(row, self.deadline, self.settings, self.scope)
             except _SkipTimedOut as exc:
                 pool.slots.release(first)
-                return _result(row, (), "ERR", str(exc), "timeout")
+                return _result(row, (), row_verdict.ran((), str(exc)), "timeout")
             if skipped is not None:
                 pool.slots.release(first)
-                return _result(row, (), "SKIP", skipped)  # a SKIP row's error says why it was skipped
+                return _result(row, (), row_verdict.skipped(skipped))  # a SKIP row's error says why it was skipped
         lease: Lease | str | None = first
         for index in pending:
             if lease is None and row.samples_in_order:
@@ -491,9 +485,8 @@ class _RowRun:
 
     def _result(self) -> RowResult:
         samples = tuple(self._sorted())
-        status = row_status(samples, self.error is not None, self.row.pass_rate)
         wall_ms = None if self.began is None else round((time.monotonic() - self.began) * 1000, 3)
-        result = _result(self.row, samples, status, self.error, self.stopped)
+        result = _result(self.row, samples, row_verdict.ran(samples, self.error, self.row.pass_rate), self.stopped)
         sampled = sampled_row(self.row, samples, self.extra, self.refused) if self.budget else None
         note = sampled_note(self.row, samples, sampled, self.refused) if sampled else sampling_note(self.row, samples)
         return replace(result, wall_ms=wall_ms, sampling=note, sampled=sampled or sampled_row(self.row, samples))
@@ -559,8 +552,8 @@ def crashed_row(row: RowSpec, exc: BaseException) -> RowResult:
     """An ERR result for a row whose execution raised (a bug, an I/O or orchestration
     failure): the run goes on and reports it, instead of losing every other row."""
     if isinstance(exc, OSError) and exc.filename is not None:  # a full disk, a folder gone: not a bug
-        return _result(row, (), "ERR", f"{exc.filename}: {exc.strerror or exc}", "crashed")
-    return _result(row, (), "ERR", f"internal error: {type(exc).__name__}: {exc}", "crashed")
+        return _result(row, (), row_verdict.could_not_run(f"{exc.filename}: {exc.strerror or exc}"), "crashed")
+    return _result(row, (), row_verdict.could_not_run(f"internal error: {type(exc).__name__}: {exc}"), "crashed")
 
 
 def unfinished_row(
@@ -568,11 +561,11 @@ def unfinished_row(
 ) -> RowResult:
     """An ERR result for a row its run could not finish (stopped at once, or its orchestration was
     lost), with the samples that did finish: ``--resume`` runs it again."""
-    return _result(row, samples, "ERR", reason, stopped)
+    return _result(row, samples, row_verdict.ran(samples, reason), stopped)
 
 
 def _result(
-    row: RowSpec, samples: tuple[SampleResult, ...], status: Status, error: str | None, stopped: Stop | None = None
+    row: RowSpec, samples: tuple[SampleResult, ...], verdict: RowVerdict, stopped: Stop | None = None
 ) -> RowResult:
     mask = redactor(row.redaction, os.environ)  # the fixture's own text is stored too: mask it alike
     return RowResult(
@@ -580,15 +573,12 @@ def _result(
         file=row.fixture_id or row.file,
         name=row.name,
         line=row.line,
-        status=status,
+        status=verdict.status,
         repeat=row.repeat,
         command=tuple(mask.text(arg) for arg in row.argv),
         properties={key: mask.value(value) for key, value in row.properties.items()},
         samples=samples,
-        outcomes=Outcomes(
-            command=combine_outcomes([s.command.status for s in samples]),
-            assertions=combine_outcomes([s.assertions.status for s in samples if s.assertions is not None]),
-        ),
-        error=mask.optional(error),
+        outcomes=row_verdict.outcomes(samples),
+        error=mask.optional(verdict.error),
         stopped=stopped,
     )

@@ -68,7 +68,6 @@ class Block:
     scripts: list[Fence] = field(default_factory=list)
     configs: list[Fence] = field(default_factory=list)
     validations: list[tuple[str, int]] = field(default_factory=list)
-    error: FixtureError | None = None  # found while reading it (a heading without a name): the row is ERR
 
 
 def block_row(
@@ -95,9 +94,7 @@ def block_row(
         if "terminal" in config:
             warnings.append(FixtureWarning(path, key_lines["terminal"], "terminal is ignored: no pseudo-terminal"))
 
-    if not block.scripts:
-        allowed = ", ".join(settings.code_blocks)
-        raise where.error("command", f"command block '{block.name}' has no script fence (allowed languages: {allowed})")
+    assert block.scripts, "a block without a script makes no row (parser._incomplete)"
     script = block.scripts[-1]
     if len(script.info.split()) > 1:
         warnings.append(

@@ -7,19 +7,23 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from fixtures_core.errors import FixtureError, UsageError, ValidationFailed
+from fixtures_core.errors import FixtureError, UsageError
 from fixtures_core.parsing.devlyn import find_bench
-from fixtures_core.parsing.parser import parse_file
+from fixtures_core.parsing.parser import read_file
 from fixtures_core.parsing.sampling import with_sampling
 from fixtures_core.spec import Matrix, RowSpec, Sampling
 
+GAVEL_SUFFIX = ".fixture.md"
+
 
 def fixture_paths(paths: Sequence[str]) -> list[Path]:
-    """Fixture files named directly, or every ``*.md`` below a named folder (sorted); a folder that is a
-    devlyn benchmark (``fixtures/test-repo`` and ``fixtures/F*/``) is read as one suite.
+    """Fixture files named directly, or the fixture files below a named folder (sorted); a folder that is
+    a devlyn benchmark (``fixtures/test-repo`` and ``fixtures/F*/``) is read as one suite.
 
-    Hidden folders below a named folder (``.git``, ``.venv``, ``.assay``) are not searched,
-    and a file reached twice (named and inside a named folder) is read once.
+    Below a folder, the fixture files are its ``*.fixture.md`` files when it has any (Gavel's walk:
+    ``**/*.fixture.md``, so a README or an agent's ``SKILL.md`` beside them never runs), else every
+    ``*.md``. Hidden folders below a named folder (``.git``, ``.venv``, ``.assay``, ``.agents``) are not
+    searched, and a file reached twice (named and inside a named folder) is read once.
     """
     found: list[Path] = []
     for text in paths:
@@ -27,14 +31,7 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
         if path.is_dir() and find_bench(path) is not None:
             found.append(path)  # a devlyn benchmark: its fixture folders, not its Markdown, are the suite
         elif path.is_dir():
-            found.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*.md")
-                    # not is_file(): a FIFO or device named *.md is reported by the reader, never skipped
-                    if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1])
-                )
-            )
+            found.extend(_walk(path))
         elif path.exists():
             found.append(path)
         else:
@@ -50,24 +47,22 @@ def fixture_paths(paths: Sequence[str]) -> list[Path]:
     return list(unique.values())
 
 
+def _walk(folder: Path) -> list[Path]:
+    """The fixture files below ``folder`` (``fixture_paths``), sorted."""
+    markdown = sorted(
+        p
+        for p in folder.rglob("*.md")
+        # not is_file(): a FIFO or device named *.md is reported by the reader, never skipped
+        if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(folder).parts[:-1])
+    )
+    gavel = [p for p in markdown if p.name.endswith(GAVEL_SUFFIX)]
+    return gavel or markdown
+
+
 def load_matrix(paths: Sequence[str]) -> Matrix:
-    """Parse every fixture file; ValidationFailed names every file that cannot be read as a whole
-    (its frontmatter, its bytes), while a broken row, table or block only makes its own rows ERR."""
-    matrix, errors = parse_files(paths)
-    if errors:
-        raise ValidationFailed(errors)
-    return matrix
-
-
-def parse_files(paths: Sequence[str]) -> tuple[Matrix, list[FixtureError]]:
-    """The matrix of the fixture files that parse, and the error of each one that does not."""
-    files, errors = [], []
-    for path in fixture_paths(paths):
-        try:
-            files.append(parse_file(path))
-        except FixtureError as exc:
-            errors.append(exc)
-    return Matrix(files=tuple(files)), errors
+    """Parse every fixture file. An error stays where it belongs: a broken row, table or block makes its
+    own row ERR, a broken file (its frontmatter, its bytes) its own rows, and every other row runs."""
+    return Matrix(files=tuple(read_file(path) for path in fixture_paths(paths)))
 
 
 def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = None) -> Matrix:

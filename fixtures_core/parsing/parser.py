@@ -86,6 +86,40 @@ def fixture_identity(path: Path) -> str:
         return absolute.as_posix()
 
 
+def read_file(path: str | Path) -> FixtureFile:
+    """``parse_file``, except that an error of the whole file (its bytes, its frontmatter) does not raise:
+    every row of the file is ERR with it (a row for the file itself when none can be read), every
+    frontmatter error is in ``FixtureFile.errors``, and the run's other files run."""
+    try:
+        return parse_file(path)
+    except FixtureError as exc:
+        return broken_file(Path(path), exc)
+
+
+def broken_file(path: Path, error: FixtureError) -> FixtureFile:
+    """The file whose whole is broken by ``error``: its rows as its body names them, each ERR with it."""
+    display, identity = path.as_posix(), fixture_identity(path)
+    errors, rows, digest = [error], [], ""
+    try:
+        data = read_fixture(path, display)
+        digest = hashlib.sha256(data).hexdigest()
+        lines = _NEWLINE.split(data.decode("utf-8-sig"))
+        if not any("\0" in line for line in lines):  # a NUL is the file's one error: YAML and Markdown misread it
+            errors = _frontmatter_errors(lines, display) or errors
+        body_start = _body_start(lines)
+        if body_start is not None:
+            tokens = _MARKDOWN.parse("\n".join(lines[body_start:]))
+            rows = _Reader(lines, body_start, Inherited(), display).read_rows(tokens)
+    except (FixtureError, UnicodeDecodeError):
+        rows = []
+    first = errors[0]
+    named = rows or [broken_row(first, path.name, first.line or 1, {})]
+    folder = str(path.resolve().parent)
+    # Every row of it shows the file's error (its own, read without the frontmatter, would mislead).
+    broken = tuple(replace(row, error=str(first), source_dir=folder, fixture_id=identity) for row in named)
+    return FixtureFile(display, digest, broken, identity, errors=tuple(str(e) for e in errors))
+
+
 def parse_file(path: str | Path) -> FixtureFile:
     """Read and parse one fixture file; errors name it as given, results by ``fixture_identity``."""
     display = Path(path).as_posix()
@@ -112,7 +146,7 @@ def parse_document(
     """Rows in file order, warnings about what assay reads but does not run, and the frontmatter's
     last line (0 without one)."""
     lines = _NEWLINE.split(text.removeprefix("\ufeff"))
-    refuse_nul_bytes(lines, _body_start(lines, path), path, _MARKDOWN)  # before Markdown or YAML replaces one
+    refuse_nul_bytes(lines, _body_start(lines) or 0, path, _MARKDOWN)  # before Markdown or YAML replaces one
     settings, body_start, warnings = _read_frontmatter(lines, path)
     if settings.devlyn is not None:
         suite_rows, linted = _devlyn_rows(settings, path, identity or path)
@@ -192,6 +226,11 @@ class _Reader:
         self.block: Block | None = None  # the open command block or standalone fence
         self.heading = ""  # the last heading that is not a command heading: names standalone fences
 
+    def read_rows(self, tokens: list[Token]) -> list[RowSpec]:
+        """The rows the tokens hold, in file order."""
+        self.read(tokens)
+        return sorted(self.rows, key=lambda r: r.line)
+
     def read(self, tokens: list[Token]) -> None:
         index = 0
         while index < len(tokens):
@@ -222,11 +261,7 @@ class _Reader:
         text = _plain(inline).strip()
         if text.lower().startswith("command:"):
             name = text[len("command:") :].strip()
-            line = self._line(token)
-            self.block = Block(name or f"line {line}", line, standalone=False)
-            if not name:
-                message = "a command block needs a name (### command: NAME)"
-                self.block.error = FixtureError(self.path, line, message, "command")
+            self.block = Block(name, self._line(token), standalone=False)
         else:
             self.heading = text
 
@@ -274,16 +309,16 @@ class _Reader:
         block, self.block = self.block, None
         if block is None:
             return
-        if block.standalone:
-            block.name = _unique_name(block.name, {row.name for row in self.rows})
+        incomplete = _incomplete(block, self.settings.code_blocks)
+        if incomplete is not None:  # Gavel makes no row of it, and says nothing: assay warns
+            self._warn(block.line, incomplete)
+            return
         path = self.path
 
         def load(text: str, line: int) -> tuple[dict[str, object], dict[str, int], dict[str, list[int]]]:
             return _yaml_mapping(text, path, line, "command yaml")
 
         try:
-            if block.error is not None:
-                raise block.error
             row, warnings = block_row(block, self.settings, load, path)
         except FixtureError as exc:  # the block's own error: its row is ERR, the file's other rows run
             row, warnings = broken_row(exc, block.name, block.line, block_properties(block, self.settings, load)), []
@@ -294,13 +329,17 @@ class _Reader:
         self.warnings.append(FixtureWarning(self.path, line, message))
 
 
-def _unique_name(name: str, taken: set[str]) -> str:
-    """A standalone fence is named after its heading; a second one under it gets ``(2)``."""
-    candidate, number = name, 1
-    while candidate in taken:
-        number += 1
-        candidate = f"{name} ({number})"
-    return candidate
+def _incomplete(block: Block, code_blocks: tuple[str, ...]) -> str | None:
+    """Why a command block makes no row, as Gavel reads it (``buildFixtureFromCommand``: no name or no
+    script, no fixture): it has no name, or no fence in a language of ``codeBlocks``."""
+    if block.standalone:
+        return None
+    if not block.name:
+        return "a command block without a name (### command: NAME) makes no row (as in Gavel)"
+    if not block.scripts:
+        allowed = ", ".join(code_blocks)
+        return f"command block '{block.name}' has no script fence (allowed languages: {allowed}): no row (as in Gavel)"
+    return None
 
 
 def _plain(inline: Token) -> str:
@@ -334,22 +373,52 @@ def _closing(tokens: list[Token], start: int, kind: str) -> int:
 # --- frontmatter ---------------------------------------------------------------
 
 
-def _body_start(lines: list[str], path: str) -> int:
-    """The index of the first line after the frontmatter (0 without one)."""
+def _body_start(lines: list[str]) -> int | None:
+    """The index of the first body line: 0 without frontmatter, None when the frontmatter never ends."""
     if not lines or lines[0].strip() != "---":
         return 0
-    for end in range(1, len(lines)):
-        if lines[end].strip() in ("---", "..."):
-            return end + 1
-    raise FixtureError(path, 1, "frontmatter starts with --- but never ends (add a closing --- line)")
+    return next((end + 1 for end in range(1, len(lines)) if lines[end].strip() in ("---", "...")), None)
+
+
+def _frontmatter_errors(lines: list[str], path: str) -> list[FixtureError]:
+    """Every error of the frontmatter, not only the first: each key in error is set aside, and the rest
+    read again, until the rest reads."""
+    try:
+        body_start = _body_start(lines)
+        if body_start is None or body_start == 0:
+            _read_frontmatter(lines, path)
+            return []
+        data, key_lines, item_lines = _yaml_mapping("\n".join(lines[1 : body_start - 1]), path, 2, "frontmatter")
+    except FixtureError as exc:
+        return [exc]
+    errors: list[FixtureError] = []
+    while True:
+        try:
+            _settings_from(data, key_lines, item_lines, path)
+            return errors
+        except FixtureError as exc:
+            errors.append(exc)
+            key = _key_of(exc, data)
+            if key is None:
+                return errors
+            del data[key]
+            key_lines.pop(key, None)
+
+
+def _key_of(error: FixtureError, data: Mapping[str, object]) -> str | None:
+    """The frontmatter key an error is about (``metrics`` of ``metrics[0].unit``), when it names one."""
+    field = re.split(r"[.\[]", error.field or "", maxsplit=1)[0]
+    return field if field in data else None
 
 
 def _read_frontmatter(lines: list[str], path: str) -> tuple[Inherited, int, list[FixtureWarning]]:
     """The file's settings, the index of the first body line, and warnings about Gavel-only keys."""
-    body_start = _body_start(lines, path)
-    if body_start == 0:
+    end = _body_start(lines)
+    if end == 0:
         return Inherited(), 0, []
-    end = body_start - 1
+    if end is None:
+        raise FixtureError(path, 1, "frontmatter starts with --- but never ends (add a closing --- line)")
+    end -= 1
     data, key_lines, item_lines = _yaml_mapping("\n".join(lines[1:end]), path, 2, "frontmatter")
     warnings = [
         FixtureWarning(path, key_lines[key], f"frontmatter key '{key}' is ignored: {reason}")

@@ -10,7 +10,7 @@ from fixtures_core.cel import compile_expression
 from fixtures_core.errors import CelError, FixtureError
 from fixtures_core.parsing.builtins import UNSUPPORTED_NAMES, cel_names, template_names
 from fixtures_core.parsing.encodable import text_errors
-from fixtures_core.parsing.matrix import parse_files
+from fixtures_core.parsing.matrix import load_matrix
 from fixtures_core.parsing.row_errors import with_error
 from fixtures_core.parsing.suite import suite_row_errors, workspace_names
 from fixtures_core.parsing.template import TemplateError, check_names
@@ -21,27 +21,34 @@ def validate_matrix(matrix: Matrix) -> list[FixtureError]:
     """Every configuration error the checks find in the parsed matrix, in file order (empty when it can
     run); the errors broken rows carry from parsing are on the rows (``RowSpec.error``)."""
     matrix, found = _row_findings(matrix)
-    return _unique([*_file_errors(matrix), *(e for errors in found for row_errors in errors for e in row_errors)])
+    file_errors = [e for fixture in matrix.files for e in _file_errors(fixture.rows)]
+    return _unique([*file_errors, *(e for errors in found for row_errors in errors for e in row_errors)])
 
 
-def isolate_row_errors(matrix: Matrix) -> tuple[Matrix, list[FixtureError]]:
-    """The matrix with each row's configuration error on that row (it is ERR without running, every
-    other row runs), and the errors that stop the run: those of whole files, and those found in a
-    file's frontmatter (a metric or property every row takes from it)."""
+def isolate_row_errors(matrix: Matrix) -> Matrix:
+    """The matrix with each configuration error where it belongs: a row's on that row (it is ERR without
+    running), one of a whole file (found in its frontmatter: a metric or property every row takes from it;
+    a budget of the file) on every row of that file, which keeps it among its ``errors``; every other
+    row, and every other file, runs."""
     matrix, found = _row_findings(matrix)
-    stopping = _file_errors(matrix)
     files = []
     for fixture, per_row in zip(matrix.files, found, strict=True):
+        shared = [*_file_errors(fixture.rows)]
+        shared += [
+            e
+            for errors in per_row
+            for e in errors
+            if e.path == fixture.path and e.line is not None and e.line <= fixture.frontmatter_end
+        ]
+        shared = _unique(shared)
         rows = []
         for row, errors in zip(fixture.rows, per_row, strict=True):
-            shared = [
-                e for e in errors if e.path == row.file and e.line is not None and e.line <= fixture.frontmatter_end
-            ]
-            stopping.extend(shared)
             own = [e for e in errors if e not in shared]
-            rows.append(with_error(row, own[0]) if own else row)
-        files.append(replace(fixture, rows=tuple(rows)))
-    return Matrix(files=tuple(files)), _unique(stopping)
+            first = shared[0] if shared else own[0] if own else None
+            rows.append(with_error(row, first) if first is not None else row)
+        told = tuple(dict.fromkeys([*fixture.errors, *(str(e) for e in shared)]))
+        files.append(replace(fixture, rows=tuple(rows), errors=told))
+    return Matrix(files=tuple(files))
 
 
 def _row_findings(matrix: Matrix) -> tuple[Matrix, list[list[list[FixtureError]]]]:
@@ -56,18 +63,20 @@ def _row_findings(matrix: Matrix) -> tuple[Matrix, list[list[list[FixtureError]]
 
 
 def validate_paths(paths: Sequence[str]) -> tuple[Matrix, list[str]]:
-    """Every configuration error of the fixtures at ``paths``, not only the first (``assay validate``):
-    each file that cannot be read as a whole, each whole-file check, then each broken row, in file order;
-    and the matrix of the files that parse."""
-    parsed, unreadable = parse_files(paths)
-    matrix, file_errors = isolate_row_errors(parsed)
-    errors = [str(e) for e in [*unreadable, *file_errors]]
-    errors += [row.error for row in matrix.rows if row.error is not None]
+    """Every configuration error of the fixtures at ``paths``, not only the first (``assay validate``): per
+    file, in file order, each error of the whole file (every one of its frontmatter), then each broken
+    row's; and the matrix."""
+    matrix = isolate_row_errors(load_matrix(paths))
+    errors = [
+        error
+        for fixture in matrix.files
+        for error in [*fixture.errors, *(row.error for row in fixture.rows if row.error is not None)]
+    ]
     return matrix, list(dict.fromkeys(errors))
 
 
-def _file_errors(matrix: Matrix) -> list[FixtureError]:
-    return [e for fixture in matrix.files for e in _budget_errors(fixture.rows)]
+def _file_errors(rows: Sequence[RowSpec]) -> list[FixtureError]:
+    return _budget_errors(rows)
 
 
 def _by_name(matrix: Matrix) -> dict[str, list[RowSpec]]:

@@ -34,9 +34,9 @@ from fixtures_core.files import write_json_atomic as write_json_atomic
 from fixtures_core.files import write_text_atomic as write_text_atomic
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.records.shareable import shareable_row, shareable_suite
-from fixtures_core.records.verdict import Verdict, verdict_of
 from fixtures_core.results import RowResult, Status, Stop
 from fixtures_core.text import excerpt
+from fixtures_core.verdicts.answer import Verdict, verdict_of
 
 SCHEMA = "assay.run/v1"
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fixtures_core.analysis.shipgate import SuiteOutcome
-from fixtures_core.execution.judgment import Judgment
+from fixtures_core.judgment import Judgment
 from fixtures_core.results import RowResult, SampleResult
 
 EXCERPT_CHARS = 500

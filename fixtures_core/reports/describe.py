@@ -12,24 +12,19 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from fixtures_core.analysis.passk import SuiteFigures
-from fixtures_core.analysis.shipgate import CaseOutcome
 from fixtures_core.analysis.trends import run_costs
-from fixtures_core.execution.judgment import TIE
 from fixtures_core.records.rundoc import RunResult
+from fixtures_core.reports import status_words
 from fixtures_core.reports.comparison import baseline_facts
+from fixtures_core.reports.status_words import Look
 from fixtures_core.results import BudgetFigures, MetricSummary, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
 
 _EXCERPT_LINES = 4
 _EXCERPT_CHARS = 300
 CEL_FALSE = "CEL assertion false"
-
-MarkKind = Literal["informational", "fail", "error", "not_evaluated", "ok"]
-# How an arm row of an A/B suite ended its case: what its row reads as, rather than its own checks' PASS.
-ArmResult = Literal["won", "lost", "tie", "disqualified"]
 
 
 def median_duration_ms(row: RowResult) -> float | None:
@@ -54,14 +49,6 @@ def k_label(run: RunResult) -> str:
     """The k of the pass@k columns: the run's ``--k``, or "k" (each row's n)."""
     k = run.options.get("k")
     return str(k) if k is not None else "k"
-
-
-def status_label(row: RowResult) -> str:
-    """A row's status, with ``(flaky)`` when some but not all of its samples passed."""
-    label: str = row.status
-    if row.stochastic is not None and row.stochastic.row_class == "flaky":
-        label += " (flaky)"
-    return label
 
 
 NOT_RUN = "not run"
@@ -134,9 +121,10 @@ def _budgeted(row: RowResult) -> bool:
 
 
 def passk_cells(row: RowResult) -> tuple[str, str]:
-    """pass@k and pass^k of a row, or why they are withheld."""
+    """pass@k and pass^k of a row, or why they are withheld; ``-`` for a row left out of them (it did not
+    run: skipped, or a configuration error)."""
     s = row.stochastic
-    if s is None:
+    if s is None or row.stopped == "configuration":
         return "-", "-"
     if s.withheld:
         return "withheld", "withheld"
@@ -150,8 +138,7 @@ class MetricCells:
     value: str
     baseline: str
     delta: str
-    mark: str
-    kind: MarkKind
+    mark: Look
 
 
 def metric_cells(metric: MetricSummary) -> MetricCells:
@@ -166,20 +153,7 @@ def metric_cells(metric: MetricSummary) -> MetricCells:
             else comparison.baseline
         )
         delta = f"{comparison.regression_percent:+.1f}%" if comparison.regression_percent is not None else "-"
-    mark, kind = _metric_mark(metric)
-    return MetricCells(value, baseline, delta, mark, kind)
-
-
-def _metric_mark(metric: MetricSummary) -> tuple[str, MarkKind]:
-    if not metric.gate:
-        return "informational", "informational"
-    if metric.status == "fail":
-        return "✗ " + (metric.error or "failed"), "fail"
-    if metric.status == "error":
-        return "error: " + (metric.error or ""), "error"
-    if metric.status == "not_evaluated":
-        return "not evaluated" + (f": {metric.error}" if metric.error else ""), "not_evaluated"
-    return "ok", "ok"
+    return MetricCells(value, baseline, delta, status_words.metric(metric))
 
 
 @dataclass(frozen=True)
@@ -202,6 +176,11 @@ class Failure:
 def failures(run: RunResult) -> list[Failure]:
     """The failure details of every FAIL or ERR row, in row order."""
     return [failure(row) for row in run.rows if row.status in ("FAIL", "ERR")]
+
+
+def skipped(run: RunResult) -> list[RowResult]:
+    """The rows that did not run by design (each with why: ``row_reason``), in row order."""
+    return [row for row in run.rows if row.status == "SKIP"]
 
 
 def failure(row: RowResult) -> Failure:
@@ -269,14 +248,19 @@ def assertion_expression(row: RowResult) -> str | None:
 
 
 def suite_line(figures: SuiteFigures) -> str:
-    """One line of suite figures, or why they are withheld."""
+    """One line of suite figures, or why they are withheld; the rows left out for a configuration error."""
     k = figures.k if figures.k is not None else "k"
     if figures.withheld:
-        return f"pass@{k} and pass^{k} withheld: {figures.withheld}"
-    return (
-        f"pass@{k} {fraction(figures.pass_at_k)} (rows {figures.rows_pass_at_k}/{figures.rows}), "
-        f"pass^{k} {fraction(figures.pass_hat_k)} (rows {figures.rows_pass_hat_k}/{figures.rows})"
-    )
+        told = f"pass@{k} and pass^{k} withheld: {figures.withheld}"
+    else:
+        told = (
+            f"pass@{k} {fraction(figures.pass_at_k)} (rows {figures.rows_pass_at_k}/{figures.rows}), "
+            f"pass^{k} {fraction(figures.pass_hat_k)} (rows {figures.rows_pass_hat_k}/{figures.rows})"
+        )
+    if figures.left_out:
+        named = ", ".join(repr(name) for name in figures.left_out)
+        told += f"; left out: {counted(len(figures.left_out), 'row')} with a configuration error ({named})"
+    return told
 
 
 def suite_lines(run: RunResult) -> list[str]:
@@ -315,35 +299,6 @@ def no_comparison_note(run: RunResult) -> str | None:
 def row_names(rows: Sequence[RowResult]) -> str:
     """Row names for one line: ``'a', 'b'``."""
     return ", ".join(f"'{row.name}'" for row in rows)
-
-
-def arm_result(case: CaseOutcome, arm: str) -> ArmResult | None:
-    """How ``arm`` ended ``case``: disqualified (it loses whatever its score), won, lost or tie; None when
-    the case has no winner (a dry run, no judge, an error)."""
-    outcome = case.arms.get(arm)
-    if outcome is None:
-        return None
-    if outcome.disqualified:
-        return "disqualified"
-    if case.winner is None:
-        return None
-    if case.winner == TIE:
-        return "tie"
-    return "won" if case.winner == arm else "lost"
-
-
-def arm_results(run: RunResult) -> dict[tuple[str, str], ArmResult]:
-    """Every arm row's case result, by (fixture file, row name)."""
-    found: dict[tuple[str, str], ArmResult] = {}
-    for suite in run.suites:
-        if suite.dry_run:
-            continue
-        for case in suite.cases:
-            for arm, outcome in case.arms.items():
-                result = arm_result(case, arm)
-                if result is not None:
-                    found[(suite.file, outcome.row)] = result
-    return found
 
 
 def baseline_context(run: RunResult) -> list[str]:

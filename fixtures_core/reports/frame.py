@@ -2,12 +2,14 @@
 
 One line per sample; the columns, in order (README's "Reports" lists them with their units):
 
-    run_id, file, row, case, arm, outcome, sample, status, reason, duration_ms, exit_code,
+    run_id, file, row, row_status, case, arm, outcome, sample, status, reason, duration_ms, exit_code,
     prop.NAME ...    every property of the rows (columns of their tables, frontmatter keys)
     metric.NAME ...  every metric's value
 
-``case`` and ``arm`` are an A/B suite's (empty elsewhere), ``outcome`` how the arm ended its case
-(won, lost, tie or disqualified: a disqualified arm never reads as a plain PASS); ``reason`` says why a sample did not
+``row_status`` is the row's answer as every report shows it (``status_words.row``: ``PASS``, ``FAIL (flaky)``,
+``LOST``, ``DISQUALIFIED``...). ``case`` and ``arm`` are an A/B suite's (empty elsewhere), ``outcome`` how the arm
+ended its case (won, lost, tie or disqualified: a disqualified arm never reads as a plain PASS); ``status`` is the
+sample's own; ``reason`` says why a sample did not
 pass (empty for a PASS). The ``metric.`` and ``prop.`` prefixes keep a metric or a column called
 ``duration_ms`` or ``status`` apart from the sample's own. Units: ``duration_ms`` is milliseconds,
 and ``frame.attrs["units"]`` maps each ``metric.NAME`` column to its metric's unit (Parquet keeps
@@ -25,7 +27,8 @@ from fixtures_core.analysis.finalize import metric_table
 from fixtures_core.errors import UsageError
 from fixtures_core.files import write_atomic
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports.describe import arm_results, sample_reason
+from fixtures_core.reports import status_words
+from fixtures_core.reports.describe import sample_reason
 
 if TYPE_CHECKING:  # imported where it is used, as in finalize: most commands never write a frame
     import pandas as pd
@@ -34,7 +37,8 @@ FORMATS = (".csv", ".parquet")
 METRIC_PREFIX = "metric."
 PROPERTY_PREFIX = "prop."
 SAMPLE_COLUMNS = [
-    "run_id", "file", "row", "case", "arm", "outcome", "sample", "status", "reason", "duration_ms", "exit_code",
+    "run_id", "file", "row", "row_status", "case", "arm", "outcome", "sample", "status", "reason", "duration_ms",
+    "exit_code",
 ]  # fmt: skip
 _OWN_COLUMNS = ("case", "arm")  # properties with a column of their own
 _KEYS = ["row_id", "sample"]
@@ -45,16 +49,16 @@ def sample_frame(run: RunResult) -> pd.DataFrame:
     import pandas as pd
 
     names = list(dict.fromkeys(k for row in run.rows for k in row.properties if k not in _OWN_COLUMNS))
-    results = arm_results(run)
     samples = pd.DataFrame.from_records(
         [
             (
                 run.run_id,
                 row.file,
                 row.name,
+                status_words.row(row).word,
                 _text(row.properties.get("case")),
                 _text(row.properties.get("arm")),
-                results.get((row.file, row.name)),
+                row.case_result,
                 s.index,
                 s.status,
                 "" if s.passed else sample_reason(s),

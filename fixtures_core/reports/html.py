@@ -21,11 +21,11 @@ from fixtures_core.analysis.baseline import MetricDelta
 from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.analysis.trends import Since
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe, plots
+from fixtures_core.reports import describe, plots, status_words
 from fixtures_core.reports.comparison import Mark, baseline_named, comparison_lines, still_failing_text
 from fixtures_core.reports.evidence_links import EvidenceLinks
 from fixtures_core.reports.heatmap import Pivot, heatmaps, pivot_of, pivots_of
-from fixtures_core.reports.html_parts import Html, document, tr
+from fixtures_core.reports.html_parts import Html, badge, document, tr
 from fixtures_core.reports.html_suite import (
     ab_sections,
     attempt_links,
@@ -35,8 +35,9 @@ from fixtures_core.reports.html_suite import (
     shipped_scores,
 )
 from fixtures_core.reports.trends import since_lines
-from fixtures_core.results import MetricSummary, RowResult, SampleResult
+from fixtures_core.results import MetricSummary, Outcome, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
+from fixtures_core.verdicts.run import failures
 
 _EXCERPT_LINES = 20
 _EXCERPT_CHARS = 1500
@@ -143,12 +144,18 @@ def html(run: RunResult, context: Context | None = None) -> str:
 # --- header ---------------------------------------------------------------------
 
 _GATING = ' class="gating"'
+_DOTS: tuple[tuple[Outcome, str], ...] = (
+    ("pass", "sample passed"),
+    ("fail", "sample failed"),
+    ("error", "sample errored"),
+)
 _SHOWN_OPTIONS = ("k", "repeat", "filter", "group_by", "baseline", "tolerance", "engine")
 
 
 def _header(run: RunResult, context: Context) -> str:
     s = run.summary
     verdict = run.verdict
+    look = status_words.verdict(verdict)
     label = f" <span class='muted'>[{escape(run.label)}]</span>" if run.label else ""
     counts = (
         f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; "
@@ -164,8 +171,8 @@ def _header(run: RunResult, context: Context) -> str:
     facts += [(f"--{k.replace('_', '-')}", _option(v)) for k, v in run.options.items() if k in _SHOWN_OPTIONS]
     parts = [
         f"<h1>assay run <code>{escape(run.run_id)}</code>{label}</h1>",
-        f'<div id="verdict-box" class="verdict-box box-{verdict.colour}">'
-        f'<p><span id="verdict" class="badge verdict {verdict.colour}">{verdict.shown}</span> {escape(counts)}</p>',
+        f'<div id="verdict-box" class="verdict-box box-{look.css}">'
+        f'<p><span id="verdict" class="badge verdict {look.css}">{escape(look.word)}</span> {escape(counts)}</p>',
         f'<p id="answer"{_GATING if verdict.exit_code else ""}>verdict: {escape(describe.answer(run))}</p>',
     ]
     if run.error:
@@ -196,8 +203,7 @@ def _option(value: object) -> str:
 def _failed_section(run: RunResult, anchors: dict[str, str], context: Context) -> str:
     """Every FAIL or ERR row that counts (an arm row of a suite with a hard gate is evidence, in its
     suite's section), with why, the first failing sample's output and its evidence."""
-    evidence = _evidence_rows(run)
-    bad = [row for row in run.rows if row.status in ("FAIL", "ERR") and row.id not in evidence]
+    bad = [row for row in run.rows if row.status == "ERR" or row in failures(run.rows, run.suites)]
     if not bad:
         return ""
     head = tr(["row", "status", "where", "why, and what the first failing sample printed"], header=True)
@@ -217,12 +223,6 @@ def _failed_section(run: RunResult, anchors: dict[str, str], context: Context) -
         f'<h2 id="failed">What failed ({len(bad)} of {len(run.rows)} rows)</h2>'
         f'<table class="failed">{head}{"".join(lines)}</table>{more}'
     )
-
-
-def _evidence_rows(run: RunResult) -> set[str]:
-    """Ids of arm rows of suites with a hard gate: their FAIL is evidence for the gates, not the verdict."""
-    hard = {suite.file for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)}
-    return {row.id for row in run.rows if row.file in hard and row.properties.get("arm") not in (None, "")}
 
 
 def _why(run: RunResult, row: RowResult, context: Context, regressed: Sequence[str] = ()) -> str:
@@ -266,7 +266,6 @@ def _rows_section(
         numeric={2, 3, 4, 5, 6},
     )
     regressed = _regressions(run)
-    results = describe.arm_results(run)
     groups = _groups(run, pivot)
     bodies = []
     for key, (title, anchor, rows) in groups.items():
@@ -285,7 +284,7 @@ def _rows_section(
                 f"{f', {failing} failing' if failing else ''}</span>{toggle}</td></tr>"
             )
         for row in rows:
-            lines.append(_row_line(run, row, anchors, regressed.get(row.name, []), results, context))
+            lines.append(_row_line(run, row, anchors, regressed.get(row.name, []), context))
         fold = ' data-fold="1"' if collapse and passing and title else ""
         bodies.append(f'<tbody class="group" data-group="{escape(key)}"{fold}>' + "".join(lines) + "</tbody>")
     return (
@@ -318,39 +317,28 @@ def _row_line(
     row: RowResult,
     anchors: dict[str, str],
     regressed: list[str],
-    results: dict[tuple[str, str], describe.ArmResult],
     context: Context,
 ) -> str:
     link = f'<a href="#{anchors[row.id]}">{escape(row.name)}</a>'
     pass_at, pass_hat = _passk(row)
     median = describe.duration(describe.median_duration_ms(row))
-    result = results.get((row.file, row.name))
-    status = _arm_status(row, result) if result is not None else _status(row)
+    look = status_words.row(row)
     css = "row" + (" regressed" if regressed else "") + (" passing" if row.passed and not regressed else "")
-    shown = result if result is not None else row.status
     return (
         f'<tr class="{css}" id="{anchors[row.id].replace("row-", "line-")}" data-row="{escape(row.name)}" '
-        f'data-status="{row.status}" data-shown="{shown}">'
-        f"<td>{link}</td><td>{status}</td><td class='num'>{describe.passed_cell(row)}</td>"
+        f'data-status="{escape(look.word)}" data-shown="{escape(look.word)}">'
+        f"<td>{link}</td><td>{_status(row)}</td><td class='num'>{describe.passed_cell(row)}</td>"
         f"<td class='num'>{_rate(row)}</td><td class='num'>{pass_at}</td><td class='num'>{pass_hat}</td>"
         f"<td class='num' data-sort='{describe.median_duration_ms(row) or ''}'>{median}</td>"
         f"<td>{_why(run, row, context, regressed)}</td></tr>"
     )
 
 
-def _arm_status(row: RowResult, result: describe.ArmResult) -> str:
-    """An arm row reads as how it ended its case; its own checks, when they failed, beside it."""
-    own = (
-        "" if row.status == "PASS" else f' <span class="badge {row.status}" title="its own checks">{row.status}</span>'
-    )
-    return f'<span class="badge {result}" title="its case: {result}">{result}</span>{own}'
-
-
 def _filter_buttons(run: RunResult) -> str:
     """Buttons that show only the rows of one status (hidden until the script runs)."""
-    present = [s for s in ("PASS", "FAIL", "ERR", "SKIP") if any(row.status == s for row in run.rows)]
+    present = list(dict.fromkeys(status_words.row(row).word for row in run.rows))
     buttons = ['<button type="button" class="on" data-status="">all</button>']
-    buttons += [f'<button type="button" data-status="{s}">{s}</button>' for s in present]
+    buttons += [f'<button type="button" data-status="{escape(s)}">{escape(s)}</button>' for s in present]
     return f'<p id="row-filter" class="filters" hidden>show {"".join(buttons)}</p>'
 
 
@@ -378,9 +366,8 @@ def _regressions(run: RunResult) -> dict[str, list[str]]:
 
 
 def _status(row: RowResult) -> str:
-    flaky = row.stochastic is not None and row.stochastic.row_class == "flaky"
-    mark = ' <span class="flaky" title="some samples passed, some failed">flaky</span>' if flaky else ""
-    return f'<span class="badge {row.status}">{row.status}</span>{mark}'
+    """The row's badge: its word and colour as every output shows it."""
+    return badge(status_words.row(row))
 
 
 def _rate(row: RowResult) -> str:
@@ -394,7 +381,7 @@ def _rate(row: RowResult) -> str:
 
 def _passk(row: RowResult) -> tuple[str, str]:
     s = row.stochastic
-    if s is None:
+    if s is None or row.stopped == "configuration":  # left out of the figures: it ran nothing
         return "-", "-"
     if s.withheld:
         title = escape(s.withheld)
@@ -413,7 +400,6 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
         return ""
     opened = "" if len(run.rows) > COLLAPSE_AT else " open"
     shipped = shipped_scores(run)
-    results = describe.arm_results(run)
     parts = ['<h2 id="metrics">Metrics</h2>', _legend(run, shipped)]
     saved = _saved_deltas(run)
     for name in names:
@@ -427,7 +413,7 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
                 anchors[row.id],
                 saved.get((row.name, name)),
                 shipped.get((row.file, row.name, name)),
-                "DQ" if results.get((row.file, row.name)) == "disqualified" else "",
+                "DQ" if row.case_result == "disqualified" else "",
             )
             for row, metric in rows
         ]
@@ -440,7 +426,7 @@ def _metrics_section(run: RunResult, anchors: dict[str, str]) -> str:
             if off
             else ""
         )
-        table = _metric_table(name, rows, saved, shipped, results, run)
+        table = _metric_table(name, rows, saved, shipped, run)
         parts.append(
             f'<details class="metric-detail"{opened}><summary><h3 class="metric">{escape(name)} <span class="muted">'
             f"({escape(', '.join(f for f in facts if f))})</span></h3></summary>\n"
@@ -458,8 +444,8 @@ def _saved_deltas(run: RunResult) -> dict[tuple[str, str], MetricDelta]:
 
 def _legend(run: RunResult, shipped: dict[tuple[str, str, str], tuple[float, bool, str]]) -> str:
     dots = "".join(
-        f'<span><i class="dot" style="background:{plots.COLORS[k]}"></i>{label}</span>'
-        for k, label in (("pass", "sample passed"), ("fail", "sample failed"), ("error", "sample errored"))
+        f'<span><i class="dot" style="background:{status_words.outcome(k).colour}"></i>{label}</span>'
+        for k, label in _DOTS
     )
     named = (
         run.comparison.baseline if run.comparison is not None else next(iter(shipped.values()))[2] if shipped else ""
@@ -482,7 +468,6 @@ def _metric_table(
     rows: Sequence[tuple[RowResult, MetricSummary]],
     saved: dict[tuple[str, str], MetricDelta],
     shipped: dict[tuple[str, str, str], tuple[float, bool, str]],
-    results: dict[tuple[str, str], describe.ArmResult],
     run: RunResult,
 ) -> str:
     compared = run.comparison is not None or any((row.file, row.name, name) in shipped for row, _m in rows)
@@ -501,7 +486,7 @@ def _metric_table(
             delta = "-" if percent is None else f"{percent:+.1f}%"
         against = saved.get((row.name, name)) if run.comparison is not None else None
         ship = shipped.get((row.file, row.name, name)) if against is None else None
-        verdict = _metric_verdict(metric)
+        verdict = status_words.metric(metric).word
         extra: list[str] = []
         if compared:
             extra = _saved_cells(against, ship, metric)
@@ -513,7 +498,7 @@ def _metric_table(
                 f"✗ fell {ship[0] - metric.value:.4g} points below {ship[2]} ({ship[0]:.4g} → {metric.value:.4g}), "
                 "breaking a ship gate"
             )
-        if results.get((row.file, row.name)) == "disqualified":
+        if row.case_result == "disqualified":
             verdict = "DISQUALIFIED: loses the case" + ("" if verdict == "ok" else f"; {verdict}")
         cells = [row.name, value, baseline, delta, *extra, verdict]
         lines.append(tr(cells, numeric=numeric, css="regressed" if regressed else ""))
@@ -529,16 +514,6 @@ def _saved_cells(against: MetricDelta | None, ship: tuple[float, bool, str] | No
         moved = "-" if metric.value is None else f"{metric.value - ship[0]:+.4g}"
         return [f"{ship[0]:.4g} {metric.unit} ({ship[2]})", moved]
     return ["-", "-"]
-
-
-def _metric_verdict(metric: MetricSummary) -> str:
-    if not metric.gate:
-        return "informational"
-    if metric.status in ("fail", "error"):
-        return f"{'✗' if metric.status == 'fail' else 'error:'} {metric.error or ''}"
-    if metric.status == "not_evaluated":
-        return "not evaluated" + (f": {metric.error}" if metric.error else "")
-    return "ok"
 
 
 # --- suite figures --------------------------------------------------------------

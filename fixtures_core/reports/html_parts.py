@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from fixtures_core.reports.status_words import Look, badge_css
+
 
 class Html(str):
     """Text that is already HTML: table cells insert it as is (every other cell is escaped)."""
@@ -24,9 +26,10 @@ def tr(
     return f"<tr{row_class}>" + "".join(out) + "</tr>"
 
 
-def badge(status: str, text: str | None = None) -> Html:
-    """A coloured status badge (PASS, FAIL, ERR, SKIP)."""
-    return Html(f'<span class="badge {escape(status)}">{escape(text or status)}</span>')
+def badge(look: Look, title: str | None = None) -> Html:
+    """A status badge in its word and colour (``status_words``)."""
+    told = f' title="{escape(title)}"' if title else ""
+    return Html(f'<span class="badge {look.css}"{told}>{escape(look.word)}</span>')
 
 
 CSS = """
@@ -38,7 +41,6 @@ table{border-collapse:collapse;margin:6px 0}th,td{padding:3px 10px;border-bottom
  text-align:left;vertical-align:top}th{background:#fafafa}td.num,th.num{text-align:right;white-space:nowrap}
 table.rows td:first-child{white-space:nowrap}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;color:#fff;font-size:12px}
-.PASS{background:#2e7d32}.FAIL{background:#c62828}.ERR{background:#8e24aa}.SKIP{background:#9e9e9e}
 .verdict{font-size:20px;padding:3px 14px}.flaky{color:#ef6c00;font-weight:600}
 .muted{color:#757575}.gating{color:#c62828;font-weight:600}pre{background:#f5f5f5;padding:8px;
  overflow-x:auto;white-space:pre-wrap;word-break:break-all;max-height:24em}
@@ -47,8 +49,6 @@ summary{cursor:pointer;font-weight:600}.legend span{margin-right:14px}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:4px}
 code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;display:block}
 .verdict-box{border:2px solid #e0e0e0;border-radius:6px;padding:8px 14px;margin:8px 0}
-.verdict-box.box-FAIL,.verdict-box.box-ERR{border-color:#c62828;background:#fff5f5}
-.verdict-box.box-PASS{border-color:#2e7d32}
 .verdict-box p{margin:4px 0}tr.regressed td{background:#ffebee}
 .filters button{margin-right:6px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;padding:1px 10px;
  cursor:pointer}.filters button.on{background:#424242;color:#fff}table.rows th{cursor:pointer}
@@ -57,13 +57,11 @@ code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;displa
 p.facts{font-size:12px}
 table.heat td.cell{text-align:center;min-width:38px;padding:2px 4px;font-size:12px;border:1px solid #fff}
 table.heat td.cell a{color:inherit;text-decoration:none;display:block}table.heat th{font-size:12px}
-.won{background:#2e7d32}.lost{background:#757575}.tie{background:#9e9e9e}.disqualified{background:#b71c1c}
 pre.excerpt{max-height:7.5em;margin:4px 0 0;font-size:12px;padding:4px 6px}
 tr.group-head td{background:#f3f3f3;font-weight:600}tbody.collapsed tr.row.passing{display:none}
 tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;cursor:pointer}
 .evidence a{margin-right:10px;white-space:nowrap}svg.strip,svg.spark{display:block}
 .ship{border:2px solid #e0e0e0;border-radius:6px;padding:4px 14px 8px;margin:10px 0}
-.ship.ship-FAIL,.ship.ship-ERR{border-color:#c62828}.ship.ship-PASS{border-color:#2e7d32}
 .ship h2{border:0;margin:8px 0 4px}ul.broken{margin:4px 0 4px 18px;padding:0}td.worse{color:#c62828;font-weight:600}
 details.metric-detail{border:0;padding:0}details.metric-detail>summary h3{display:inline-block}
 .metric-trend{display:flex;align-items:center;gap:8px;margin:1px 0}.metric-trend .name{width:130px;font-size:12px}
@@ -77,7 +75,7 @@ def document(title: str, body: Sequence[str], script: str = "") -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
+        f"<title>{escape(title)}</title><style>{CSS}{badge_css()}</style></head>\n<body>\n"
         + "\n".join(part for part in body if part)
         + (f"\n<script>{script}</script>" if script else "")
         + "\n</body></html>\n"

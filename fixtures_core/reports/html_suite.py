@@ -14,19 +14,16 @@ from __future__ import annotations
 
 from html import escape
 
-from fixtures_core.analysis.gate_cases import breaking_cases, gate_seen
-from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
-from fixtures_core.execution.judgment import Judgment
+from fixtures_core.analysis.shipgate import CaseOutcome, SuiteOutcome
+from fixtures_core.judgment import Judgment
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import shipgate
-from fixtures_core.reports.comparison import baseline_facts
-from fixtures_core.reports.describe import arm_result
+from fixtures_core.reports import shipgate, status_words
 from fixtures_core.reports.evidence_links import EvidenceLinks
 from fixtures_core.reports.html_parts import Html, badge, tr
 from fixtures_core.results import RowResult
 from fixtures_core.suite import SCORE_METRIC
+from fixtures_core.verdicts.gates import Breach, GateResult
 
-_GATE_STATUS = {"pass": "PASS", "fail": "FAIL", "error": "ERR", "not_evaluated": "SKIP"}
 _ATTEMPT_FILES = (
     ("diff.patch", "diff"),
     ("verify.json", "verify"),
@@ -92,7 +89,7 @@ def shipped_scores(run: RunResult) -> dict[tuple[str, str, str], tuple[float, bo
         if suite.baseline is None:
             continue
         # a drop marks its lane when its case broke a failed gate that reads the shipped scores
-        broken = {name for gate in suite.gates if "baseline_score" in gate.cel for name in breaking_cases(gate, suite)}
+        broken = {breach.case for gate in suite.gates if "baseline_score" in gate.cel for breach in gate.breaking}
         for case in suite.cases:
             for outcome in case.arms.values():
                 if outcome.baseline_score is None:
@@ -108,24 +105,16 @@ def shipped_scores(run: RunResult) -> dict[tuple[str, str, str], tuple[float, bo
 
 def ship_decisions(run: RunResult, links: EvidenceLinks | None = None) -> str:
     """Every suite's ship decision ('' for a run without A/B suites)."""
-    return "\n".join(_decision(run, suite, index) for index, suite in enumerate(run.suites))
+    return "\n".join(_decision(suite, index) for index, suite in enumerate(run.suites))
 
 
-def _decision(run: RunResult, suite: SuiteOutcome, index: int) -> str:
-    shown = shipgate.verdict_text(suite)
-    colour = suite.verdict if not suite.dry_run else "SKIP"
-    compared = (
-        f"compared with {suite.baseline.split(' (run ')[0]}: {baseline_facts(suite.baseline_facts)}"
-        if suite.baseline is not None and suite.baseline_facts is not None
-        else f"compared with {suite.baseline}"
-        if suite.baseline is not None
-        else "no shipped run to compare with (first run)"
-    )
+def _decision(suite: SuiteOutcome, index: int) -> str:
+    look = status_words.suite(suite)
     parts = [
-        f'<section class="ship ship-{colour}" id="ship-{index}" data-verdict="{suite.verdict}">',
+        f'<section class="ship box-{look.css}" id="ship-{index}" data-verdict="{suite.verdict}">',
         f'<h2>Ship decision <code>{escape(suite.file)}</code> <span class="ship-gate-verdict">'
-        f"{badge(colour, shown)}</span></h2>",
-        f'<p class="muted">{escape(compared)}</p>',
+        f"{badge(status_words.Look(shipgate.verdict_text(suite), look.tone))}</span></h2>",
+        _compared(suite),
         _broken_gates(suite),
         _decision_table(suite),
         "</section>",
@@ -133,31 +122,36 @@ def _decision(run: RunResult, suite: SuiteOutcome, index: int) -> str:
     return "".join(part for part in parts if part)
 
 
+def _compared(suite: SuiteOutcome) -> str:
+    """What the suite was compared with; the verdict box above already names a saved run with its facts."""
+    if suite.baseline is None:
+        return '<p class="muted">no shipped run to compare with (first run)</p>'
+    if suite.baseline_facts is not None:
+        return ""
+    return f'<p class="muted">compared with {escape(suite.baseline)}</p>'
+
+
 def _broken_gates(suite: SuiteOutcome) -> str:
-    """One line per gate that failed or erred: what it is, the cases that broke it and what was seen."""
+    """One line per gate that did not pass: its answer, the cases that broke it with what was seen of each,
+    or why it was not evaluated (the words of ``status_words.gate_text``)."""
     if suite.dry_run:
         return '<p class="muted">Dry run: nothing was scored; the gates were not evaluated.</p>'
-    failed = [gate for gate in suite.gates if gate.status in ("fail", "error")]
+    unsettled = [gate for gate in suite.gates if gate.status != "pass"]
     hard = [gate for gate in suite.gates if gate.severity == "hard"]
     passed = sum(gate.status == "pass" for gate in hard)
-    if not failed:
+    if not unsettled:
         return f'<p class="gates-held">every gate held ({passed} of {len(hard)} hard gates passed)</p>'
     items = []
-    for gate in failed:
-        what = "FAILED" if gate.severity == "hard" else "warned" if gate.status == "fail" else "could not be evaluated"
-        cases = breaking_cases(gate, suite)
-        told = [f"<b>{escape(gate.severity)} gate '{escape(gate.name)}' {what}</b>"]
-        if gate.status == "error" and gate.error:
-            told.append(escape(gate.error))
-        if cases:
-            named = [f'<span class="broke" data-case="{escape(name)}">{escape(name)}</span>' for name in cases]
-            told.append("broken by " + ", ".join(named))
-        seen = gate_seen(gate, suite)
-        if seen:
-            told.append(f"seen: {escape(seen)}")
-        items.append(f'<li class="gate-{gate.severity} gate-{gate.status}">' + ": ".join(told) + "</li>")
+    for gate in unsettled:
+        told = f"<b>{escape(gate.severity)} gate '{escape(gate.name)}' {badge(status_words.gate(gate))}</b>"
+        details = status_words.gate_details(gate, escape, _marked_breach, notes=False)  # the gates table has them
+        items.append(f'<li class="gate-{gate.severity} gate-{gate.status}">{told}' + "".join(": " + d for d in details))
     summary = f'<p class="muted">{passed} of {len(hard)} hard gates passed</p>'
     return f'<ul class="broken">{"".join(items)}</ul>{summary}'
+
+
+def _marked_breach(breach: Breach) -> str:
+    return f'<span class="broke" data-case="{escape(breach.case)}">{escape(str(breach))}</span>'
 
 
 def _decision_table(suite: SuiteOutcome) -> str:
@@ -166,7 +160,7 @@ def _decision_table(suite: SuiteOutcome) -> str:
     arms = [f"{arm} now (then)" if compared else arm for arm in suite.arms]
     titles = ["case", *arms, "margin", *(["then", "change"] if compared else []), "winner", "verdict"]
     numeric = set(range(1, len(suite.arms) + (4 if compared else 2)))
-    broken = {name for gate in suite.gates for name in breaking_cases(gate, suite)}
+    broken = {breach.case for gate in suite.gates for breach in gate.breaking}
     lines = []
     for case in suite.cases:
         arms = [_arm_cell(case, arm, suite.dry_run, compared) for arm in suite.arms]
@@ -178,7 +172,7 @@ def _decision_table(suite: SuiteOutcome) -> str:
                 else None
             )
             margin += [shipgate.points(case.baseline_margin, sign=True), shipgate.points(change, sign=True)]
-        verdict = badge("disqualified", "DISQUALIFIED") if case.verdict == "DISQUALIFIED" else case.verdict
+        verdict = badge(status_words.case(case, suite))
         name = Html(
             f'<span class="gating" title="broke a gate">! {escape(case.name)}</span>'
             if case.name in broken
@@ -200,8 +194,7 @@ def ab_sections(run: RunResult, links: EvidenceLinks | None = None) -> str:
 
 
 def _suite(run: RunResult, suite: SuiteOutcome, index: int, links: EvidenceLinks | None) -> str:
-    shown = shipgate.verdict_text(suite)
-    colour = suite.verdict if not suite.dry_run else "SKIP"
+    look = status_words.suite(suite)
     parts = [
         f'<h2 id="ab-{index}" class="ab">A/B suite <code>{escape(suite.file)}</code></h2>',
         f'<p class="muted">{escape(shipgate.judge_line(suite))}</p>',
@@ -212,11 +205,12 @@ def _suite(run: RunResult, suite: SuiteOutcome, index: int, links: EvidenceLinks
             '<ul class="ab-summary">' + "".join(f"<li>{escape(x)}</li>" for x in shipgate.summary_lines(suite))
         )
         parts[-1] += "</ul>"
-    parts.append(_gates_table(suite.gates, suite.cases))
+    parts.append(_gates_table(suite))
     problems = shipgate.problem_lines(suite)
     if problems:
         parts.append('<ul class="ab-problems">' + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul>")
-    parts.append(f'<p class="ship-gate-verdict">{badge(colour, shown)}</p>')
+    shown = badge(status_words.Look(shipgate.verdict_text(suite), look.tone))
+    parts.append(f'<p class="ship-gate-verdict">{shown}</p>')
     parts += [_case_details(run, case, suite, links) for case in suite.cases]
     return f'<section class="ab-suite" data-verdict="{suite.verdict}">' + "\n".join(parts) + "</section>"
 
@@ -227,7 +221,8 @@ def _cases_table(suite: SuiteOutcome) -> str:
     for case in suite.cases:
         arms = [_arm_cell(case, arm, suite.dry_run) for arm in suite.arms]
         limit = "-" if case.known_limit is None else f"[{case.known_limit[0]:g}, {case.known_limit[1]:g}]"
-        cells = [case.name, *arms, shipgate.points(case.margin, sign=True), case.winner or "-", limit, case.verdict]
+        verdict = badge(status_words.case(case, suite))
+        cells = [case.name, *arms, shipgate.points(case.margin, sign=True), case.winner or "-", limit, verdict]
         lines.append(tr(cells, numeric=set(range(1, len(suite.arms) + 2)), css=f"case case-{case.status}"))
     return '<table class="ab-cases">' + head + "".join(lines) + "</table>"
 
@@ -240,10 +235,11 @@ def _arm_cell(case: CaseOutcome, arm: str, dry_run: bool, then: bool = False) ->
         shown += f" ({shipgate.points(outcome.baseline_score)})"
     if outcome is None or not outcome.disqualified:
         return shown
-    return Html(f'{escape(shown)} <span class="badge FAIL" title="loses the case">DISQUALIFIED</span>')
+    return Html(f"{escape(shown)} {badge(status_words.arm('disqualified'), 'loses the case')}")
 
 
-def _gates_table(gates: tuple[GateResult, ...], cases: tuple[CaseOutcome, ...]) -> str:
+def _gates_table(suite: SuiteOutcome) -> str:
+    gates, cases = suite.gates, suite.cases
     if not gates:
         return '<p class="muted">No ship gates.</p>'
     head = tr(["gate", "severity", "outcome", "CEL"], header=True)
@@ -252,7 +248,7 @@ def _gates_table(gates: tuple[GateResult, ...], cases: tuple[CaseOutcome, ...]) 
             [
                 gate.name,
                 gate.severity,
-                badge(_GATE_STATUS[gate.status], shipgate.gate_outcome(gate)),
+                _gate_answer(gate),
                 Html(f"<code>{escape(gate.cel)}</code>"),
             ],
             css=f"gate {gate.severity} gate-{gate.status}",
@@ -270,10 +266,17 @@ def _gates_table(gates: tuple[GateResult, ...], cases: tuple[CaseOutcome, ...]) 
     return '<h3>Gates</h3><table class="gates">' + head + "".join(lines) + "</table>" + note
 
 
+def _gate_answer(gate: GateResult) -> Html:
+    """A gate's badge, then what decided it (the cases that broke it, why it was not evaluated)."""
+    details = status_words.gate_details(gate, escape, _marked_breach)
+    return Html(badge(status_words.gate(gate)) + "".join(f" {d}" for d in details))
+
+
 def _case_details(run: RunResult, case: CaseOutcome, suite: SuiteOutcome, links: EvidenceLinks | None) -> str:
-    opened = " open" if case.status != "PASS" or any(o.disqualified for o in case.arms.values()) else ""
+    look = status_words.case(case, suite)
+    opened = " open" if look.tone != "pass" else ""
     summary = (
-        f"<summary>{escape(case.name)} {badge(case.status)} <span class='muted'>margin "
+        f"<summary>{escape(case.name)} {badge(look)} <span class='muted'>margin "
         f"{escape(shipgate.points(case.margin, sign=True))}, winner {escape(case.winner or '-')}</span></summary>"
     )
     rows = {row.name: row for row in run.rows if row.file == suite.file}
@@ -286,9 +289,9 @@ def _case_details(run: RunResult, case: CaseOutcome, suite: SuiteOutcome, links:
         if outcome is None:
             continue
         axes = ", ".join(f"{axis} {shipgate.points(value)}" for axis, value in outcome.axes.items())
-        result = arm_result(case, arm)
-        ended = f' <span class="badge {result}">{result}</span>' if result else ""
-        verdict = " — disqualified: loses the case" if outcome.disqualified else ""
+        ended = f" {badge(status_words.arm(outcome.result))}" if outcome.result else ""
+        why = "; ".join(outcome.disqualified_by) or "the judge"
+        verdict = f" — disqualified, loses the case: {why}" if outcome.disqualified else ""
         body.append(
             f'<p class="arm"><b>{escape(arm)}</b>{ended}: {escape(shipgate.points(outcome.score))} points'
             f"{' (' + escape(axes) + ')' if axes else ''}{escape(verdict)}</p>"

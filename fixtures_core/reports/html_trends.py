@@ -13,8 +13,8 @@ from html import escape
 
 from fixtures_core.analysis.trends import MetricTrend, RowTrend, RunPoint, Trends
 from fixtures_core.records.history import History
-from fixtures_core.reports import plots
-from fixtures_core.reports.html_parts import document, tr
+from fixtures_core.reports import plots, status_words
+from fixtures_core.reports.html_parts import badge, document, tr
 from fixtures_core.reports.trends import cost_text, flaky_text, headline, number, run_facts, step_text
 from fixtures_core.text import counted
 
@@ -124,6 +124,11 @@ def _cost(trends: Trends) -> str:
     )
 
 
+def _verdict_look(verdict: str) -> status_words.Look:
+    """A stored run's verdict (``DRY RUN`` too) in its colour."""
+    return status_words.of_word(verdict) or status_words.Look(verdict, "skip")
+
+
 def _runs(trends: Trends) -> str:
     head = tr(["#", "run", "label", "started", "commit", "verdict", "cost"], header=True, numeric={0})
     lines = []
@@ -133,8 +138,7 @@ def _runs(trends: Trends) -> str:
             f'<tr class="run"><td class="num">{index}</td><td><code class="run-id">{escape(run.run_id)}</code></td>'
             f"<td>{escape(run.label or '')}</td><td>{escape(run.started_at)}</td>"
             f"<td><code>{escape((run.commit or '')[:12])}</code></td>"
-            f'<td><span class="badge {escape(run.verdict if run.verdict in plots.STATUS_COLORS else "SKIP")}">'
-            f"{escape(run.verdict)}</span></td>"
+            f"<td>{badge(_verdict_look(run.verdict))}</td>"
             f"<td class='num'>{escape(f'{number(cost.total)} {cost.unit}' if cost else '-')}</td></tr>"
         )
     return '<h2 id="runs">Runs</h2><table class="runs">' + head + "".join(lines) + "</table>"

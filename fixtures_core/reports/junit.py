@@ -7,7 +7,7 @@ pass^k, pass rate, metric aggregates) are suite ``properties`` named
 ``ROW: FIGURE`` and a readable table in the suite's ``system-out``.
 
 CI systems read JUnit, not the exit code, so the file gives the same answer
-(``records.verdict``): a last testsuite, ``assay verdict``, holds the
+(``verdicts.answer``): a last testsuite, ``assay verdict``, holds the
 baseline gate (a ``failure`` when the run regressed), each ship gate (a
 hard gate that failed is a ``failure``, a soft one ``skipped`` with its
 warning) and, for a run that could not complete, its error. A FAIL row
@@ -30,16 +30,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from fixtures_core.records.rundoc import FixtureResult, RunResult
+from fixtures_core.reports import status_words
 from fixtures_core.reports.comparison import text_lines
-from fixtures_core.reports.describe import (
-    ArmResult,
-    answer,
-    arm_results,
-    baseline_context,
-    failure,
-    row_reason,
-    sample_reason,
-)
+from fixtures_core.reports.describe import answer, baseline_context, failure, row_reason, sample_reason
 from fixtures_core.results import RowResult
 from fixtures_core.text import excerpt
 
@@ -51,9 +44,8 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 def junit(run: RunResult) -> str:
     """The run as a JUnit XML document."""
     root = ET.Element("testsuites")
-    results = arm_results(run)
     for index, fixture in enumerate(run.fixtures):
-        root.append(_suite(run, fixture, index, results))
+        root.append(_suite(run, fixture, index))
     gates = _verdict_suite(run, len(run.fixtures))
     if gates is not None:
         root.append(gates)
@@ -68,9 +60,9 @@ def case_name(row: RowResult) -> str:
     return f"{row.name} [{arm}]" if arm not in (None, "") else row.name
 
 
-def _suite(run: RunResult, fixture: FixtureResult, index: int, results: dict[tuple[str, str], ArmResult]) -> ET.Element:
+def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
     package = _classname(fixture.file)
-    cases = [_case(row, package, run, results.get((row.file, row.name))) for row in fixture.rows]
+    cases = [_case(row, package, run) for row in fixture.rows]
     suite = _testsuite(fixture.file, package, index, run, cases, sum(_row_ms(r) for r in fixture.rows))
     properties = ET.SubElement(suite, "properties")
     for name, value in _suite_properties(run, fixture):
@@ -106,38 +98,29 @@ def _testsuite(
     )
 
 
-def _case(row: RowResult, classname: str, run: RunResult, result: ArmResult | None = None) -> ET.Element:
+def _case(row: RowResult, classname: str, run: RunResult) -> ET.Element:
+    """A row's testcase, as ``status_words`` shows the row: a plain pass when it passed (or won its case);
+    ``skipped`` with why when it did not run, lost or tied its case (no failure: the other arm winning is
+    what a suite measures), or failed without deciding the exit code; else a ``failure`` or an ``error``."""
     verdict = run.verdict
+    look = status_words.row(row)
     case = ET.Element("testcase", {"name": case_name(row), "classname": classname, "time": _seconds(_row_ms(row))})
-    if row.status == "PASS" and result == "disqualified":
-        # Never a green pass: it lost its case. Not a failure either: the gates decide (``assay verdict``).
-        told = f"DISQUALIFIED: loses its case, whatever its score ({_findings(row, run)})"
+    if look.tone == "pass":
+        return case
+    reason = row_reason(row) or look.word
+    if look.settled:
+        told = reason if row.status == "SKIP" else f"{look.word}: {reason}" if reason != look.word else look.word
         ET.SubElement(case, "skipped", {"message": excerpt(_clean(told), _MESSAGE_CHARS)})
-        return case
-    if row.status == "PASS":
-        return case
-    reason = excerpt(_clean(row_reason(row) or row.status), _MESSAGE_CHARS)
-    if row.status == "SKIP":
-        ET.SubElement(case, "skipped", {"message": reason})
         return case
     if row.status == "FAIL" and row.id not in verdict.deciding:
         why = _not_deciding(row, run)
-        ET.SubElement(case, "skipped", {"message": excerpt(_clean(f"FAIL, {why}: {reason}"), _MESSAGE_CHARS)})
+        told = f"{look.word}, {why}: {reason}"
+        ET.SubElement(case, "skipped", {"message": excerpt(_clean(told), _MESSAGE_CHARS)})
         return case
     tag = "failure" if row.status == "FAIL" else "error"
-    element = ET.SubElement(case, tag, {"type": row.status, "message": reason})
+    element = ET.SubElement(case, tag, {"type": row.status, "message": excerpt(_clean(reason), _MESSAGE_CHARS)})
     element.text = _clean(_details(row))
     return case
-
-
-def _findings(row: RowResult, run: RunResult) -> str:
-    """Why an arm row was disqualified: its findings in its suite's case."""
-    for suite in run.suites:
-        for case in suite.cases:
-            for outcome in case.arms.values():
-                if outcome.row == row.name and suite.file == row.file:
-                    return "; ".join(outcome.findings) or "the judge said so"
-    return "the judge said so"
 
 
 def _not_deciding(row: RowResult, run: RunResult) -> str:
@@ -171,15 +154,14 @@ def _verdict_suite(run: RunResult, index: int) -> ET.Element | None:
             case = ET.Element(
                 "testcase", {"name": f"{gate.severity} gate {gate.name}", "classname": classname, "time": "0"}
             )
-            message = _clean(f"{gate.severity} ship gate '{gate.name}' of {suite.file}: {gate.status}: {gate.cel}")
+            said = f"{gate.severity} ship gate '{gate.name}' of {suite.file}: {status_words.gate_text(gate)}"
+            message = excerpt(_clean(f"{said} ({gate.cel})"), _MESSAGE_CHARS)
             if gate.status == "fail" and gate.severity == "hard":
                 ET.SubElement(case, "failure", {"type": "GATE", "message": message})
             elif gate.status == "error":
-                ET.SubElement(case, "error", {"type": "GATE", "message": _clean(f"{message}: {gate.error}")})
-            elif gate.status == "fail":  # a soft gate
-                ET.SubElement(case, "skipped", {"message": f"{message} (a warning, never the verdict)"})
-            elif gate.status == "not_evaluated":  # a dry run, or a gate naming a case the run did not run
-                ET.SubElement(case, "skipped", {"message": _clean(f"{message}: not evaluated ({gate.error})")})
+                ET.SubElement(case, "error", {"type": "GATE", "message": message})
+            elif gate.status != "pass":  # a soft gate that warned; a gate not evaluated
+                ET.SubElement(case, "skipped", {"message": message})
             cases.append(case)
     if not cases:
         return None
@@ -199,7 +181,7 @@ def _verdict_properties(run: RunResult) -> list[tuple[str, str]]:
     verdict = run.verdict
     found = [
         ("assay.run_id", run.run_id),
-        ("assay.verdict", verdict.shown),
+        ("assay.verdict", status_words.verdict(verdict).word),
         ("assay.baseline", verdict.gate_word),
         ("assay.exit_code", str(verdict.exit_code)),
     ]
@@ -239,7 +221,7 @@ def _figures_text(rows: Sequence[RowResult]) -> str:
     lines = []
     for row in rows:
         figures = "; ".join(f"{name} {value}" for name, value in row_figures(row))
-        lines.append(f"{row.status:4} {case_name(row)}" + (f": {figures}" if figures else ""))
+        lines.append(f"{status_words.row(row).word:4} {case_name(row)}" + (f": {figures}" if figures else ""))
     return "\n".join(lines) + "\n"
 
 

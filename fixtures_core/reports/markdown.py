@@ -17,11 +17,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from fixtures_core.analysis.gate_cases import breaking_cases
-from fixtures_core.analysis.shipgate import GateResult, SuiteOutcome
 from fixtures_core.analysis.trends import Since
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe, shipgate
+from fixtures_core.reports import describe, shipgate, status_words
 from fixtures_core.reports.comparison import (
     ComparisonLines,
     baseline_named,
@@ -32,6 +30,7 @@ from fixtures_core.reports.comparison import (
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
 from fixtures_core.reports.trends import since_lines, since_of_document
 from fixtures_core.text import counted
+from fixtures_core.verdicts.gates import GateResult
 
 _ANSWER_ROWS = 20  # failing rows named in the answer; the rest are in the collapsed details
 
@@ -47,7 +46,7 @@ def render(run: RunResult, document: str | Path | None = None, since: Since | No
     if since is _LOOK_UP:
         since = since_of_document(run, document) if document is not None else None
     label = f" [{run.label}]" if run.label else ""
-    lines = [f"# assay run `{run.run_id}`{label}: **{run.verdict.shown}**", ""]
+    lines = [f"# assay run `{run.run_id}`{label}: **{status_words.verdict(run.verdict).word}**", ""]
     lines += [f"Verdict: {escape(describe.answer(run))}", ""]
     if isinstance(since, Since):
         told = since_lines(since)
@@ -90,15 +89,16 @@ def answer_lines(run: RunResult, compared: ComparisonLines | None = None) -> lis
     """What decided the verdict, as a list: failing rows (where and why), failed gates, and the comparison
     (``compared``: its lines, when the run has one)."""
     lines = []
-    bad = [row for row in run.rows if row.status in ("FAIL", "ERR")]
+    bad = [row for row in run.rows if row.status in ("FAIL", "ERR", "SKIP")]
     for row in bad[:_ANSWER_ROWS]:
         why = describe.row_reason(row) or row.status
-        lines.append(f"- **{row.status}** {escape(row.name)} ({code(f'{row.file}:{row.line}')}): {escape(why)}")
+        word = status_words.row(row).word
+        lines.append(f"- **{word}** {escape(row.name)} ({code(f'{row.file}:{row.line}')}): {escape(why)}")
     if len(bad) > _ANSWER_ROWS:
-        lines.append(f"- and {len(bad) - _ANSWER_ROWS} more rows failed or errored (see the details below)")
+        lines.append(f"- and {len(bad) - _ANSWER_ROWS} more rows failed, errored or were skipped (see the details)")
     for outcome in run.suites:
-        failed = [gate for gate in outcome.gates if gate.status in ("fail", "error")]
-        gates = "; ".join(_gate_told(gate, outcome) for gate in failed)
+        failed = [gate for gate in outcome.gates if gate.status != "pass"]
+        gates = "; ".join(_gate_told(gate) for gate in failed)
         lines.append(
             f"- A/B suite {code(outcome.file)}: **{shipgate.verdict_text(outcome)}**"
             + (f" ({escape(gates)})" if gates else "")
@@ -113,11 +113,9 @@ def answer_lines(run: RunResult, compared: ComparisonLines | None = None) -> lis
     return [*lines, ""] if lines else []
 
 
-def _gate_told(gate: GateResult, suite: SuiteOutcome) -> str:
-    """``hard gate 'x': FAILED, broken by F3, F5``."""
-    cases = breaking_cases(gate, suite)
-    told = f"{gate.severity} gate {gate.name!r}: {shipgate.gate_outcome(gate)}"
-    return told + (f", broken by {', '.join(cases)}" if cases else "")
+def _gate_told(gate: GateResult) -> str:
+    """``hard gate 'x': FAILED: broken by F3 (r.margin was 2), F5 (r.margin was -1)``."""
+    return f"{gate.severity} gate {gate.name!r}: {status_words.gate_text(gate)}"
 
 
 def _details(summary: str, body: list[str]) -> list[str]:
@@ -133,7 +131,7 @@ def rows_table(run: RunResult) -> list[str]:
     lines = [table_row("row", "status", "passed", "median", f"pass@{k}", f"pass^{k}"), "|---|---|---:|---:|---:|---:|"]
     for row in run.rows:
         median = describe.duration(describe.median_duration_ms(row))
-        status = escape(describe.status_label(row))
+        status = escape(status_words.row(row).word)
         if row.status in ("FAIL", "ERR"):
             status = f"**{status}**"
         lines.append(table_row(escape(row.name), status, describe.passed_cell(row), median, *describe.passk_cells(row)))
@@ -148,7 +146,8 @@ def metrics_table(run: RunResult) -> list[str]:
     for row in run.rows:
         for name, metric in row.metrics.items():
             cells = describe.metric_cells(metric)
-            texts = (row.name, f"{name} ({metric.aggregate})", cells.value, cells.baseline, cells.delta, cells.mark)
+            mark = cells.mark.word
+            texts = (row.name, f"{name} ({metric.aggregate})", cells.value, cells.baseline, cells.delta, mark)
             lines.append(table_row(*map(escape, texts)))
     return lines
 
@@ -156,7 +155,7 @@ def metrics_table(run: RunResult) -> list[str]:
 def failure_section(failure: describe.Failure) -> list[str]:
     """Why one row failed: a heading with file:line, then the reasons and an output excerpt."""
     row = failure.row
-    lines = [f"### {row.status} {escape(row.name)} ({code(failure.where)})", ""]
+    lines = [f"### {status_words.row(row).word} {escape(row.name)} ({code(failure.where)})", ""]
     if failure.error:
         lines.append(f"- {escape(failure.error)}")
     if failure.expression:
@@ -172,4 +171,5 @@ def failure_section(failure: describe.Failure) -> list[str]:
 
 def verdict_line(run: RunResult) -> str:
     """The run's own verdict and row counts, then both answers with the exit code."""
-    return f"**{run.verdict.shown}** {describe.counts(run)}; verdict: {escape(run.verdict.answer)}"
+    shown = status_words.verdict(run.verdict).word
+    return f"**{shown}** {describe.counts(run)}; verdict: {escape(run.verdict.answer)}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html import escape
 
 from fixtures_core.analysis.baseline import MetricDelta
+from fixtures_core.reports import status_words
 from fixtures_core.results import MetricSummary, Outcome, RowResult
 
 WIDTH = 900
@@ -24,7 +25,6 @@ _TOP = 8
 _AXIS_H = 34
 _JITTER = (-6.0, 2.0, -2.0, 6.0, 0.0)  # vertical offsets by sample index, so equal values stay visible
 Scale = Callable[[float], float]  # a value to its x coordinate
-COLORS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#8e24aa", "not_evaluated": "#9e9e9e"}
 SAVED_COLOR = "#6a1b9a"  # the saved run's value (``--baseline``), apart from the baseline row's blue
 
 
@@ -213,7 +213,7 @@ def _lane_svg(one: Lane, top: float, x: Scale, low: float, high: float, unit: st
         py = mid + _JITTER[point.sample % len(_JITTER)]
         out.append(
             f'<circle class="sample" data-sample="{point.sample}" cx="{x(point.value):.1f}" cy="{py:.1f}" r="4" '
-            f'fill="{COLORS[point.outcome]}" fill-opacity="0.75">'
+            f'fill="{status_words.outcome(point.outcome).colour}" fill-opacity="0.75">'
             f"<title>sample {point.sample}: {_num(point.value)} {escape(unit)} ({point.outcome})</title></circle>"
         )
     if one.aggregate is not None:
@@ -269,8 +269,6 @@ def _num(value: float) -> str:
 
 # --- across runs: status strips, sparklines, bars (``assay trends``) ---------------------------
 
-STATUS_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "ERR": "#8e24aa", "SKIP": "#9e9e9e"}
-FLAKY_COLOR = "#ef6c00"
 _CELL = 14
 _GAP = 3
 
@@ -282,6 +280,14 @@ class StripCell:
     status: str | None
     flaky: bool
     title: str
+
+
+_FLAKY = status_words.Look("flaky", "warn").colour
+
+
+def _status_colour(status: str) -> str:
+    look = status_words.of_word(status)
+    return look.colour if look is not None else _FLAKY
 
 
 def status_strip(cells: Sequence[StripCell]) -> str:
@@ -302,15 +308,14 @@ def status_strip(cells: Sequence[StripCell]) -> str:
                 f'fill="none" stroke="#bdbdbd">{title}</rect>'
             )
             continue
-        colour = STATUS_COLORS.get(cell.status, "#9e9e9e")
+        colour = _status_colour(cell.status)
         parts.append(
             f'<rect class="run {escape(cell.status)}" data-status="{escape(cell.status)}" x="{x}" y="0" '
             f'width="{_CELL}" height="{_CELL}" rx="2" fill="{colour}">{title}</rect>'
         )
         if cell.flaky:
             parts.append(
-                f'<rect class="flaky" x="{x}" y="{_CELL + 1}" width="{_CELL}" height="3" fill="{FLAKY_COLOR}">'
-                f"{title}</rect>"
+                f'<rect class="flaky" x="{x}" y="{_CELL + 1}" width="{_CELL}" height="3" fill="{_FLAKY}">{title}</rect>'
             )
     parts.append("</svg>")
     return "".join(parts)

@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from fixtures_core.analysis.shipgate import CaseOutcome, GateResult, SuiteOutcome
+from fixtures_core.analysis.shipgate import CaseOutcome, SuiteOutcome
+from fixtures_core.reports import status_words
 from fixtures_core.reports.comparison import baseline_facts
 from fixtures_core.reports.markdown_text import code, escape, table_row
-from fixtures_core.results import Status
 from fixtures_core.text import visible
+from fixtures_core.verdicts.gates import GateResult
 
-_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
-_GATE_MARK = {"pass": "ok", "fail": "FAILED", "error": "ERROR", "not_evaluated": "-"}
+_WARN = status_words.Look("", "warn").style
+_ERR = status_words.status("ERR").style
 
 
 def points(value: float | None, sign: bool = False) -> str:
@@ -103,13 +104,12 @@ def regression_text(suite: SuiteOutcome) -> str:
 
 
 def gate_lines(gates: Sequence[GateResult]) -> list[str]:
-    """One line per gate: its outcome, severity and name (and why it could not be evaluated)."""
+    """One line per gate: its answer, severity and name, then what decided it (the cases that broke it with
+    their values, why it was not evaluated, the disqualified arms it read)."""
     lines = []
     for gate in gates:
-        line = f"  {_GATE_MARK[gate.status]:<6} {gate.severity:<4} {gate.name}"
-        if gate.status in ("error", "not_evaluated") and gate.error:
-            line += f": {gate.error}"
-        lines.append(line)
+        word, _colon, details = status_words.gate_text(gate).partition(": ")
+        lines.append(f"  {word:<6} {gate.severity:<4} {gate.name}" + (f": {details}" if details else ""))
     return lines
 
 
@@ -117,14 +117,19 @@ def problem_lines(suite: SuiteOutcome) -> list[str]:
     """Errors of cases, disqualified arms, then warnings."""
     lines = [f"ERR {case.name}: {case.error}" for case in suite.cases if case.status == "ERR" and case.error]
     lines += [
-        f"DISQUALIFIED {case.name}/{arm}: loses the case"
-        + (f" ({'; '.join(outcome.findings)})" if outcome.findings else "")
+        f"DISQUALIFIED {case.name}/{arm}: loses the case ({'; '.join(outcome.disqualified_by) or 'the judge'})"
         for case in suite.cases
         for arm, outcome in case.arms.items()
         if outcome.disqualified and not suite.dry_run  # a dry run judges nothing
     ]
     lines += [f"WARNING: {warning}" for warning in suite.warnings]
-    failed = [o.row for case in suite.cases if case.status != "ERR" for o in case.arms.values() if o.status == "FAIL"]
+    failed = [
+        o.row
+        for case in suite.cases
+        if case.status != "ERR"
+        for o in case.arms.values()
+        if o.status == "FAIL" and not o.disqualified
+    ]
     if failed:
         lines.append(
             f"Arm rows that failed their own checks (evidence for the gates, not the verdict): {', '.join(failed)}"
@@ -151,23 +156,16 @@ def text_lines(suite: SuiteOutcome) -> list[str]:
 
 def verdict_text(suite: SuiteOutcome) -> str:
     """``SHIP-GATE VERDICT: PASS``; a dry run's says ``DRY RUN`` (nothing was scored), ``DRY RUN ERR`` when it erred."""
-    return f"SHIP-GATE VERDICT: {_verdict_shown(suite)[0]}"
-
-
-def _verdict_shown(suite: SuiteOutcome) -> tuple[str, Status]:
-    """The suite's verdict as shown, and the status whose colour it takes (a dry run is never a green PASS)."""
-    if not suite.dry_run:
-        return suite.verdict, suite.verdict
-    return ("DRY RUN", "SKIP") if suite.verdict == "PASS" else (f"DRY RUN {suite.verdict}", suite.verdict)
+    return f"SHIP-GATE VERDICT: {status_words.suite(suite).word}"
 
 
 def render(suite: SuiteOutcome, console: Console) -> None:
     """Print one suite's ship-gate report."""
     console.print()
     for line in text_lines(suite):
-        style = "yellow" if line.startswith("WARNING") else "magenta" if line.startswith("ERR ") else ""
+        style = _WARN if line.startswith("WARNING") else _ERR if line.startswith("ERR ") else ""
         console.print(Text(visible(line), style=style), soft_wrap=True)
-    console.print(Text(verdict_text(suite), style=_STYLE[_verdict_shown(suite)[1]] + " bold"))
+    console.print(Text(verdict_text(suite), style=status_words.suite(suite).style + " bold"))
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:
@@ -210,10 +208,4 @@ def suite_markdown(suite: SuiteOutcome) -> list[str]:
 
 
 def _gate_cell(gate: GateResult) -> str:
-    return escape(gate_outcome(gate))
-
-
-def gate_outcome(gate: GateResult) -> str:
-    """``ok``, ``FAILED``, ``ERROR: why`` or ``-: why`` (not evaluated)."""
-    text = _GATE_MARK[gate.status]
-    return f"{text}: {gate.error}" if gate.error and gate.status in ("error", "not_evaluated") else text
+    return escape(status_words.gate_text(gate))

@@ -17,12 +17,11 @@ from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.errors import RunFileError
 from fixtures_core.records.lock import holder
 from fixtures_core.records.rundoc import RunResult, load_run
-from fixtures_core.reports import describe, shipgate
+from fixtures_core.reports import describe, shipgate, status_words
 from fixtures_core.reports.comparison import text_lines
 from fixtures_core.text import visible
 
-_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
-_MARK_STYLE = {"informational": "dim", "fail": "red", "error": "magenta", "not_evaluated": "dim", "ok": "green"}
+_ERR = status_words.status("ERR").style  # what could not be read or finished
 
 
 def render(run: RunResult, console: Console, before_verdict: Callable[[], None] | None = None) -> None:
@@ -42,6 +41,9 @@ def render_body(run: RunResult, console: Console) -> None:
         console.print(metrics)
     for failure in describe.failures(run):
         render_failure(failure, console)
+    for row in describe.skipped(run):
+        told = f"\nSKIP {row.name}  ({row.file}:{row.line}): {describe.row_reason(row)}"
+        console.print(Text(visible(told), style=status_words.status("SKIP").style))
     saving = describe.sampling_saving(run)
     lines = describe.suite_lines(run) + ([f"adaptive sampling: {saving}"] if saving else [])
     lines += describe.sampling_lines(run)
@@ -57,7 +59,7 @@ def render_body(run: RunResult, console: Console) -> None:
         render_comparison_lines(run.comparison, console)
     note = describe.no_comparison_note(run)
     if note:
-        console.print("\n" + note, style="magenta")
+        console.print("\n" + note, style=_ERR)
 
 
 def rows_table(run: RunResult) -> Table:
@@ -70,7 +72,8 @@ def rows_table(run: RunResult) -> Table:
         table.add_column(name, justify="right")
     for row in run.rows:
         median = describe.duration(describe.median_duration_ms(row))
-        status = Text(describe.status_label(row), style=_STYLE[row.status])
+        look = status_words.row(row)
+        status = Text(look.word, style=look.style)
         table.add_row(visible(row.name), status, describe.passed_cell(row), median, *describe.passk_cells(row))
     return table
 
@@ -88,7 +91,7 @@ def metrics_table(run: RunResult) -> Table | None:
     for row in run.rows:
         for name, metric in row.metrics.items():
             cells = describe.metric_cells(metric)
-            mark = Text(cells.mark, style=_MARK_STYLE[cells.kind])
+            mark = Text(cells.mark.word, style=cells.mark.style)
             figure = visible(f"{name} ({metric.aggregate})")
             table.add_row(visible(row.name), figure, cells.value, visible(cells.baseline), cells.delta, mark)
     return table
@@ -97,8 +100,9 @@ def metrics_table(run: RunResult) -> Table | None:
 def render_failure(failure: describe.Failure, console: Console) -> None:
     """Why a row failed: the expression, failing sample indices, an output excerpt."""
     row = failure.row
-    heading = visible(f"\n{row.status} {row.name}  ({failure.where})")
-    console.print(Text(heading, style=_STYLE[row.status] + " bold"))
+    look = status_words.row(row)
+    heading = visible(f"\n{look.word} {row.name}  ({failure.where})")
+    console.print(Text(heading, style=look.style + " bold"))
     if failure.error:
         console.print(f"  {visible(failure.error)}", markup=False)
     if failure.expression:
@@ -115,18 +119,19 @@ def render_failure(failure: describe.Failure, console: Console) -> None:
 def verdict_line(run: RunResult) -> Text:
     """The last lines: the run's own verdict and counts, then both answers with the exit code and why."""
     verdict = run.verdict
-    text = Text(f"\n{verdict.shown}", style=_STYLE[verdict.colour] + " bold")
+    look = status_words.verdict(verdict)
+    text = Text(f"\n{look.word}", style=look.style + " bold")
     text.append(f"  {describe.counts(run)}")
     text.append(f"\nverdict: {visible(describe.answer(run))}")
     if run.error:
-        text.append(f"\nerror: {visible(run.error)}", style="magenta")
+        text.append(f"\nerror: {visible(run.error)}", style=_ERR)
     return text
 
 
 def render_comparison_lines(comparison: Comparison, console: Console) -> None:
     """The baseline comparison: gating lines (``!``) red, informational (``·``) dim."""
     for line in text_lines(comparison):
-        style = "red" if line.startswith("!") else "dim" if line.startswith("·") else None
+        style = status_words.status("FAIL").style if line.startswith("!") else "dim" if line.startswith("·") else None
         console.print(Text(visible(line), style=style or ""))
 
 
@@ -142,13 +147,13 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
             if running is not None:
                 table.add_row(path.parent.name, "", "", Text("running", style="cyan"), "", "", "", f"pid {running}")
             else:
-                table.add_row(path.parent.name, "", "", Text("incomplete", style="magenta"), "", "", "", "no run.json")
+                table.add_row(path.parent.name, "", "", Text("incomplete", style=_ERR), "", "", "", "no run.json")
             continue
         try:
             run = load_run(path)
         except RunFileError as exc:
             reason = visible(str(exc.reason))
-            table.add_row(path.parent.name, "", "", Text("unreadable", style="magenta"), "", "", "", reason)
+            table.add_row(path.parent.name, "", "", Text("unreadable", style=_ERR), "", "", "", reason)
             continue
         counted = run.summary.counted
         rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
@@ -157,8 +162,8 @@ def render_history(run_files: Sequence[Path], console: Console) -> None:
             visible(run.run_id),
             visible(run.label or ""),
             visible(run.started_at),
-            Text(verdict.shown, style=_STYLE[verdict.colour]),
-            Text(verdict.gate_word, style="red" if verdict.regressed else ""),
+            Text(status_words.verdict(verdict).word, style=status_words.verdict(verdict).style),
+            Text(verdict.gate_word, style=status_words.status("FAIL").style if verdict.regressed else ""),
             str(verdict.exit_code),
             str(run.summary.rows),
             rate,

@@ -18,13 +18,18 @@ from fixtures_core.analysis.trends import Cost, MetricTrend, RowTrend, RunPoint,
 from fixtures_core.records.history import History, previous_run
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
+from fixtures_core.reports import status_words
 from fixtures_core.results import Status
 from fixtures_core.text import counted, listed, visible
 
-STRIP: dict[str, str] = {"PASS": "✓", "FAIL": "✗", "ERR": "E", "SKIP": "-"}
 _ABSENT = "·"
-_STYLE = {"PASS": "green", "FAIL": "red", "ERR": "magenta", "SKIP": "dim"}
 _BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def _style(status: str | None) -> str:
+    """A status's terminal colour (``status_words``); none for a word that is no status (``DRY RUN``)."""
+    look = status_words.of_word(status) if status is not None else None
+    return look.style if look is not None else ""
 
 
 def number(value: float) -> str:
@@ -168,7 +173,7 @@ def render(history: History, trends: Trends, console: Console) -> None:
             visible(point.label or ""),
             visible(point.started_at),
             (point.commit or "")[:12],
-            Text(point.verdict, style=_STYLE.get(point.verdict, "")),
+            Text(point.verdict, style=_style(point.verdict)),
             f"{number(cost.total)} {cost.unit}" if cost is not None else "-",
         )
     console.print(table)
@@ -181,7 +186,7 @@ def render(history: History, trends: Trends, console: Console) -> None:
     for row in trends.rows:
         strip = Text()
         for status, flaky in zip(row.statuses, row.flaky, strict=True):
-            strip.append(_cell(status, flaky), style=_STYLE.get(status or "", "dim"))
+            strip.append(_cell(status, flaky), style=_style(status) or "dim")
         notes = "; ".join(filter(None, [flip_text(row), flaky_text(row)]))
         sparks = "  ".join(f"{m.name} {spark(m.values)}" for m in row.metrics)
         rows.add_row(visible(row.name), visible(row.file), strip, visible(notes), visible(sparks))
@@ -191,6 +196,4 @@ def render(history: History, trends: Trends, console: Console) -> None:
 
 
 def _cell(status: Status | None, flaky: bool) -> str:
-    if status is None:
-        return _ABSENT
-    return "~" if flaky else STRIP[status]
+    return status_words.symbol(status, flaky)

@@ -2,7 +2,7 @@
 
 ``runs.close.complete`` calls ``judge_run`` on the raw rows (every arm of every
 case has finished by then), finalizes the scored rows, then ``suite_outcomes``
-gives each suite's ship-gate section and ``run_status`` the run's status.
+gives each suite's ship-gate section and each arm row how it ended its case.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from fixtures_core.files import write_text_atomic
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.shareable import shareable_suite
 from fixtures_core.reports import markdown
-from fixtures_core.results import RowResult, Status, worst
+from fixtures_core.results import RowResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.suite import SuiteSpec
 
@@ -94,21 +94,24 @@ def suite_outcomes(
     dry_run: bool = False,
     rejudged: str | None = None,
     evidence_run: str | None = None,
-) -> tuple[SuiteOutcome, ...]:
-    """The ship-gate section of every suite of the run, in file order."""
+) -> tuple[tuple[SuiteOutcome, ...], list[RowResult]]:
+    """The ship-gate section of every suite of the run, in file order; and the rows, each arm row with
+    how it ended its case (``verdicts.row.with_case``)."""
     outcomes = []
+    ended: dict[str, RowResult] = {}
     for suite in suites_of(judged.specs):
         judging = next((j for j in judged.judgings if j.file == suite.file), None)
         member = next(s for s in judged.specs if s.ab is not None and s.ab.suite.file == suite.file)
         identity = member.fixture_id or member.file
         previous = next((s for s in baseline[1].suites if s.file == identity), None) if baseline else None
         name = baseline[0] if baseline is not None and previous is not None else None
-        outcome = suite_outcome(suite, judged.specs, finished, judging, previous, name, dry_run)
+        outcome, arm_rows = suite_outcome(suite, judged.specs, finished, judging, previous, name, dry_run)
+        ended.update(arm_rows)
         facts = RunFacts.of(baseline[1]) if baseline is not None and previous is not None else None
         outcome = replace(outcome, arm_models=dict(judged.models.get(suite.file, {})), baseline_facts=facts)
         outcome = rubric_comparability(_with_record(outcome, judging, rejudged, evidence_run), previous)
         outcomes.append(shareable_suite(outcome))  # a judge's rationale cut as run.json cuts evidence
-    return tuple(outcomes)
+    return tuple(outcomes), [ended.get(row.id, row) for row in finished]
 
 
 def _with_record(
@@ -130,21 +133,6 @@ def _with_record(
             protocol=judge.protocol,
         )
     return replace(outcome, judge=record, rejudged=rejudged, evidence_run=evidence_run)
-
-
-def run_status(specs: Sequence[RowSpec], finished: Sequence[RowResult], suites: Sequence[SuiteOutcome]) -> Status:
-    """ERR > FAIL > PASS over the rows and the suites' ship gates. In a suite with a hard gate, an
-    arm row's FAIL is evidence for the gates, not a failure of the run (a worse arm is what a suite
-    measures); without one, nothing else decides, so arm rows count like any row (never green by default)."""
-    arm_rows = {
-        spec.id
-        for spec in specs
-        if spec.ab is not None and spec.ab.arm is not None and any(g.severity == "hard" for g in spec.ab.suite.gates)
-    }
-    counted = [
-        row.status for row in finished if row.status != "SKIP" and (row.id not in arm_rows or row.status != "FAIL")
-    ]
-    return worst("PASS", *counted, *(suite.verdict for suite in suites))
 
 
 def write_report(run_dir: Path, run: RunResult) -> None:

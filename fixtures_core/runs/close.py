@@ -19,12 +19,13 @@ from fixtures_core.records.resume import resumed_rows
 from fixtures_core.records.rundoc import FixtureResult, RunResult, environment, utc_now
 from fixtures_core.records.store import Store
 from fixtures_core.reports.outputs import step_summary_file
-from fixtures_core.results import BudgetFigures, RowResult, Status, Stop, worst
-from fixtures_core.runs.ab import JudgingDirs, judge_run, run_status, suite_outcomes, write_report
+from fixtures_core.results import BudgetFigures, RowResult, Status, Stop
+from fixtures_core.runs.ab import JudgingDirs, judge_run, suite_outcomes, write_report
 from fixtures_core.runs.options import DEFAULT_PARALLEL, RunOptions, store_for
 from fixtures_core.runs.plan import Baseline
 from fixtures_core.runs.recorder import Recorder
 from fixtures_core.spec import RowSpec
+from fixtures_core.verdicts.run import errored, run_status
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def complete(
         failure = f"finalize failed: {type(exc).__name__}: {exc}"
         counts = Summary.of(rows)
         as_ran = [recorder.shareable(row) for row in rows]
-        run = _run_document(recorder, options, as_ran, counts, "ERR", f"{error}; {failure}" if error else failure)
+        status = run_status(as_ran, (), incomplete=True, dry_run=options.dry_run)
+        run = _run_document(recorder, options, as_ran, counts, status, f"{error}; {failure}" if error else failure)
     if stop is not None:
         run = replace(run, stopped=stop.stopped)
     try:
@@ -153,7 +155,7 @@ def _finalized(
     budget = None if options.dry_run else budget_total(options.sample_budget, matrix.rows)
     if budget is not None:
         summary = replace(summary, sample_budget=BudgetFigures.of(budget, finished))
-    suites = suite_outcomes(
+    suites, finished = suite_outcomes(
         judged,
         finished,
         (baseline.shown, baseline.run) if baseline is not None else None,
@@ -161,10 +163,8 @@ def _finalized(
         rejudging.run_id if rejudging is not None else None,
         rejudging.evidence_run if rejudging is not None else None,
     )
-    incomplete = error or len(finished) < len(matrix.rows)
-    status: Status = worst(run_status(judged.specs, finished, suites), "ERR" if incomplete else "PASS")
-    if options.dry_run and status == "PASS":
-        status = "SKIP"  # nothing was scored: a dry run's document never says PASS
+    incomplete = error is not None or len(finished) < len(matrix.rows)
+    status = run_status(finished, suites, incomplete, options.dry_run)
     if error is None and len(finished) < len(matrix.rows):
         error = f"only {len(finished)} of {len(matrix.rows)} rows finished"
     run = _run_document(recorder, options, finished, summary, status, error, suites)
@@ -214,5 +214,5 @@ def compare_with_baseline(run: RunResult, options: RunOptions, baseline: Baselin
         comparison = compare(baseline.run, run, options.tolerance, baseline.path)
     except BaselineError as exc:
         failed = Comparison(baseline.path, options.tolerance, False, (), (), (), (), (), (), error=str(exc))
-        return replace(run, status="ERR", error=str(exc), comparison=failed)
+        return replace(errored(run, str(exc)), comparison=failed)
     return replace(run, comparison=comparison)

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from fixtures_core.errors import BaselineError, UsageError, ValidationFailed, as_baseline
+from fixtures_core.errors import BaselineError, UsageError, as_baseline
 from fixtures_core.execution.judging import suites_of
 from fixtures_core.execution.pool import Gate, Resumed, SamplePool, sample_pool
 from fixtures_core.execution.sample_budget import SampleBudget, budget_total
@@ -61,7 +61,8 @@ def plan(options: RunOptions) -> Plan:
     """Load, validate and select the rows of a run; raise before anything runs.
 
     A configuration error of one row (or table, block, golden file) puts that row in the plan as
-    ERR with its message, and every other row runs; errors of a whole file stop the run.
+    ERR with its message, one of a whole file (its frontmatter) every row of that file; every other row
+    and file runs.
 
     A baseline is loaded here too, and must share rows with the matrix: a
     missing, unreadable or unrelated one stops the run before it spends
@@ -72,9 +73,7 @@ def plan(options: RunOptions) -> Plan:
     matrix = load_matrix(options.paths)
     if options.judge is not None:
         matrix = with_judge(matrix, options.judge)
-    matrix, errors = isolate_row_errors(matrix)
-    if errors:
-        raise ValidationFailed(errors)
+    matrix = isolate_row_errors(matrix)
     selected = select(matrix, options.filter, options.repeat)
     if options.parallel_samples:
         selected = samples_at_once(selected)

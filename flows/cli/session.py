@@ -14,6 +14,7 @@ from rich.console import Console
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.runs.close import record
 from fixtures_core.runs.options import RunOptions
+from fixtures_core.verdicts.run import errored
 from flows.cli.interrupts import InterruptGuard
 
 out = Console(highlight=False, markup=False)  # names and labels are text, never markup
@@ -58,8 +59,6 @@ def recorded_as_interrupted(run: RunResult, options: RunOptions, signal_name: st
     if run.stopped == "cancelled":
         return run
     was = f" (it was {run.verdict.shown})" if run.status != "ERR" else ""
-    marked = replace(
-        run, status="ERR", error=f"interrupted by {signal_name} while the run closed{was}", stopped="cancelled"
-    )
+    marked = replace(errored(run, f"interrupted by {signal_name} while the run closed{was}"), stopped="cancelled")
     record(marked, options)
     return marked

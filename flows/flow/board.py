@@ -18,8 +18,9 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from fixtures_core.analysis.finalize import finalize_rows
-from fixtures_core.results import RowResult, skipped_if_unrun
+from fixtures_core.results import RowResult
 from fixtures_core.spec import RowSpec
+from fixtures_core.verdicts import row as row_verdict
 
 
 def baselines_first(rows: Sequence[RowSpec]) -> list[RowSpec]:
@@ -66,7 +67,7 @@ class RowBoard:
         """``raw`` finalized with the rows it compares with (once they are posted); as far as it
         can be when ``stop`` is set first. The run's end finalizes every row again, for the record."""
         if spec.ab is not None:  # an A/B arm: its verdict needs the judge, at the end of the run (the flow run
-            return skipped_if_unrun(raw)  # shows it); a dry run's arm ran nothing
+            return row_verdict.dry_run_skipped(raw)  # shows it); a dry run's arm ran nothing
         needed = [row for row in self._baselines(spec) if self._position[row.id] < self._position[spec.id]]
         posted = self._wait([row.id for row in needed], stop)
         specs = [row for row in needed if row.id in posted] + [spec]

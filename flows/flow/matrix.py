@@ -75,9 +75,10 @@ from fixtures_core.execution.daemons import running_daemons  # noqa: E402
 from fixtures_core.execution.pool import SamplePool  # noqa: E402
 from fixtures_core.execution.rows import RunSettings, crashed_row, run_sample  # noqa: E402
 from fixtures_core.execution.slots import limit_keys  # noqa: E402
+from fixtures_core.parsing.suite import ARM_PROPERTY  # noqa: E402
 from fixtures_core.records.rundoc import RunResult  # noqa: E402
 from fixtures_core.records.store import new_run_id  # noqa: E402
-from fixtures_core.reports import describe, markdown  # noqa: E402
+from fixtures_core.reports import describe, markdown, status_words  # noqa: E402
 from fixtures_core.reports.progress import ProgressListener  # noqa: E402
 from fixtures_core.results import RowResult, SampleResult  # noqa: E402
 from fixtures_core.runs.close import RunStop, complete, complete_from_evidence, run_stop  # noqa: E402
@@ -287,7 +288,7 @@ def rows_table(run: RunResult) -> list[dict[str, object]]:
     return [
         {
             "row": r.name,
-            "status": describe.status_label(r),
+            "status": status_words.row(r).word,
             "passed": describe.passed_cell(r),
             "median": describe.duration(describe.median_duration_ms(r)),
             f"pass@{k}": describe.passk_cells(r)[0],
@@ -315,7 +316,7 @@ def metrics_table(run: RunResult) -> list[dict[str, object]]:
                     "baseline": comparison.baseline if comparison else None,
                     "baseline_value": comparison.baseline_value if comparison else None,
                     "delta_percent": comparison.regression_percent if comparison else None,
-                    "verdict": describe.metric_cells(metric).mark,
+                    "verdict": describe.metric_cells(metric).mark.word,
                 }  # fmt: skip
             )
     return table
@@ -541,10 +542,12 @@ def _run_matrix(launch: Launch, row_ends: contextlib.ExitStack) -> RunResult:
             stop = run_stop(live.containment, samples, rows)
         live.containment.closing.set()
         # wait_for: the UI draws finalize after every row; allow_failure, as a FAIL row is still done.
-        return finalize_task(
+        run = finalize_task(
             opaque(recorder), opaque(options), opaque(rows), opaque(stop), opaque(planned.baseline),
             wait_for=[allow_failure(done) for done in _rows_done(futures, live)],
         )  # fmt: skip
+        _restate_arms(run, order, futures, live)
+        return run
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(run_id, None)
@@ -553,6 +556,32 @@ def _run_matrix(launch: Launch, row_ends: contextlib.ExitStack) -> RunResult:
 
 
 RowFuture = PrefectFuture[Any] | concurrent.futures.Future[Any]
+
+
+def _restate_arms(run: RunResult, order: Sequence[RowSpec], futures: Sequence[RowFuture], live: _LiveRun) -> None:
+    """End each A/B arm row's run in the state its case gave it: its row ended before the judge spoke
+    (a lost arm is no plain Completed, a disqualified one Failed). A row subflow run takes it as it ends
+    (``RowSubflow.restate``); a row's task run (``--rows-as-tasks``) is set here."""
+    final = {row.id: states.row_state(row) for row in run.rows if row.properties.get(ARM_PROPERTY) is not None}
+    if not final:
+        return
+    if live.subflows is not None:
+        for row_id, state in final.items():
+            subflow = live.subflows.taken.get(row_id)
+            if subflow is not None:
+                subflow.restate(state)
+        return
+    tasks = {
+        spec.id: future.task_run_id
+        for spec, future in zip(order, futures, strict=True)
+        if isinstance(future, PrefectFuture)
+    }
+    with get_client(sync_client=True) as client:
+        for row_id, state in final.items():
+            if row_id in tasks:
+                client.set_task_run_state(
+                    tasks[row_id], State(type=state.type, name=state.name, message=state.message), force=True
+                )
 
 
 def _start_rows(

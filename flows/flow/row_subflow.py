@@ -277,6 +277,12 @@ class RowSubflow:
         self._ended.set()
         self._start()
 
+    def restate(self, state: State[Any]) -> None:
+        """The row's final state changed after it ended (an A/B arm: the judge speaks once every row has
+        ended); ``join`` ends the subflow run, and the task run standing for it, in ``state``."""
+        assert self._final is not None, "restate follows end"
+        self._final = (state, self._final[1], self._final[2])
+
     def join(self) -> State[Any]:
         """The subflow run's final state once it ended; raises what kept it from running.
 

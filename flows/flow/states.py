@@ -6,7 +6,7 @@ or row is Completed; a failing one is Failed with its reason (the failing
 expectation or CEL, the exit code); a sample or row whose time budget ran
 out (``stopped == "timeout"``) is TimedOut; an errored one is Failed with
 the error; the flow run is Failed, with both answers and why, whenever the
-run exits non-zero (``records.verdict``). Tasks return states instead of raising, so a
+run exits non-zero (``verdicts.answer``). Tasks return states instead of raising, so a
 failing sample never stops its row.
 
 The domain result rides along as the state's data, wrapped in a
@@ -24,7 +24,8 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe
+from fixtures_core.reports import describe, status_words
+from fixtures_core.reports.status_words import Look
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.text import excerpt
 
@@ -62,20 +63,30 @@ def carried(state: State[Any], kind: type[T]) -> T:
     raise TypeError(f"expected a {kind.__name__} in state {state.name!r}, got {type(data).__name__}")
 
 
-def _state(passed: bool, timed_out: bool, message: str, value: object) -> State[Any]:
+def _state(settled: bool, name: str | None, timed_out: bool, message: str, value: object) -> State[Any]:
+    """Completed when ``settled``, else Failed (TimedOut when its time budget ran out), named ``name``."""
     outcome = Carried(value, message)
-    if passed:
-        return Completed(message=message, data=outcome)
+    if settled:
+        return Completed(message=message, data=outcome, name=name or "Completed")
     if timed_out:
         return Failed(name="TimedOut", message=message, data=outcome)
-    return Failed(message=message, data=outcome)
+    return Failed(message=message, data=outcome, name=name or "Failed")
+
+
+def _shown(look: Look, timed_out: bool, message: str, value: object) -> State[Any]:
+    """A state as ``look`` shows its status: Completed when settled (it passed, did not run by design, lost
+    or tied a case), named after its word when that is no plain PASS or FAIL (``Skipped``, ``Lost``,
+    ``Disqualified``)."""
+    word = look.word.split(" (")[0]
+    name = None if word in ("PASS", "FAIL", "ERR") else "Skipped" if word == "SKIP" else word.title()
+    return _state(look.settled, name, timed_out, message, value)
 
 
 def sample_state(sample: SampleResult) -> State[Any]:
     """Completed for PASS and SKIP (with why it did not run), Failed with the reason, or TimedOut when
     the row's time budget ran out during it."""
     message = "PASS" if sample.passed else f"{sample.status}: {sample_reason(sample)}"
-    return _state(sample.status in ("PASS", "SKIP"), sample.stopped == "timeout", _bounded(message), sample)
+    return _shown(status_words.status(sample.status), sample.stopped == "timeout", _bounded(message), sample)
 
 
 def sample_reason(sample: SampleResult) -> str:
@@ -99,15 +110,18 @@ def sample_log(row_name: str, sample: SampleResult) -> str:
 
 
 def row_state(row: RowResult) -> State[Any]:
-    """Completed for PASS and SKIP; TimedOut when its time budget ran out; otherwise Failed with the reason."""
-    return _state(row.status in ("PASS", "SKIP"), row.stopped == "timeout", row_message(row), row)
+    """As ``status_words.row`` shows the row: Completed when it passed, was skipped, or (an A/B arm) won,
+    lost or tied its case; TimedOut when its time budget ran out; otherwise Failed with the reason."""
+    return _shown(status_words.row(row), row.stopped == "timeout", row_message(row), row)
 
 
 def row_message(row: RowResult) -> str:
-    """``STATUS: passed/planned samples passed; why`` (the reports' failure, on one line), bounded."""
+    """``WORD: passed/planned samples passed; why`` (the reports' failure, on one line), bounded; a skipped
+    row's says what it lacked (``SKIP: requires ...``)."""
+    word = status_words.row(row).word
     if row.status == "SKIP":
-        return "SKIP"
-    message = f"{describe.status_label(row)}: {describe.passed_phrase(row, 'samples passed')}"
+        return _bounded(f"SKIP: {row_why(row)}")
+    message = f"{word}: {describe.passed_phrase(row, 'samples passed')}"
     why = row_why(row)
     return _bounded(f"{message}; {why}" if why else message)
 
@@ -116,7 +130,7 @@ def row_why(row: RowResult) -> str:
     """Why a row did not pass, or which of its samples failed, on one line ("" when none did): its
     error (a metric over its threshold, a budget), then its failing samples' check."""
     if row.status == "SKIP":
-        return ""
+        return describe.row_reason(row) or ""
     told = describe.failure(row)
     reasons = [told.error] if told.error else []
     failing = [sample for sample in row.samples if sample.status == "FAIL"]  # an ERR sample's error is the row's
@@ -137,7 +151,7 @@ def row_log(row: RowResult) -> str:
 def flow_state(run: RunResult) -> State[Any]:
     """Completed when the run exits 0, Failed otherwise (the exit code's answer: with a baseline a
     FAIL that did not regress exits 0), its message naming both answers and why."""
-    return _state(run.verdict.exit_code == 0, False, verdict_message(run), run)
+    return _state(run.verdict.exit_code == 0, None, False, verdict_message(run), run)
 
 
 def verdict_message(run: RunResult) -> str:

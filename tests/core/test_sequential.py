@@ -9,9 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures_core.results import Check, MetricValue, SampleResult, row_status
+from fixtures_core.results import Check, MetricValue, SampleResult
 from fixtures_core.sequential import FLAKY_FLOOR, decide, progress, sprt
 from fixtures_core.spec import Expectation, MetricSpec, RowSpec, Sampling, Threshold
+from fixtures_core.verdicts.row import ran
 
 
 def first_decided(outcomes: list[bool], low: float, high: float, alpha: float) -> tuple[int, str] | None:
@@ -174,8 +175,8 @@ def test_a_fixed_row_is_never_decided() -> None:
 )
 def test_a_row_passes_when_its_pass_rate_is_met(outcomes: str, pass_rate: float, status: str) -> None:
     samples = [sample(i, c == "P") for i, c in enumerate(outcomes)]
-    assert row_status(samples, False, pass_rate) == status
-    assert row_status(samples, True, pass_rate) == "ERR"
+    assert ran(samples, None, pass_rate).status == status
+    assert ran(samples, "stopped", pass_rate).status == "ERR"
     assert math.isclose(sum(s.passed for s in samples) / len(samples), outcomes.count("P") / 5)
 
 

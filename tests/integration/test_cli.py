@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,7 +138,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything_runs(
     assert not ran.exists() and not (tmp_path / "state" / "runs").exists()
 
 
-def test_prefect_engine_from_the_command_line(tmp_path: Path) -> None:
+def test_prefect_engine_from_the_command_line(tmp_path: Path, prefect_server: Any) -> None:
     done = run_cli([str(REPO / "examples" / "matrix.md"), "--out", str(tmp_path)], cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert "CLI high" in done.stdout

@@ -289,8 +289,8 @@ def test_the_ab_page_leads_with_the_ship_decision_and_the_cases_that_broke_its_g
             "cases": "[...document.querySelectorAll('#ship-0 table.decision tr.decision')]"
             ".map(r => [...r.children].map(c => c.innerText))",
             "outcomes": "[...new Set([...document.querySelectorAll('tr.row')].map(r => r.dataset.shown))].sort()",
-            "pass_badges_on_arms": "[...document.querySelectorAll('table.rows tr.row td:nth-child(2) .badge.PASS')]"
-            ".length",
+            "pass_badges_on_arms": "[...document.querySelectorAll('table.rows tr.row td:nth-child(2) .badge')]"
+            ".filter(b => b.innerText === 'PASS').length",
             "shipped_marks": "[...document.querySelectorAll('svg.plot[data-metric=score] .lane')]"
             ".filter(l => l.querySelector('line.saved.regressed')).map(l => l.dataset.row)",
             "links": "[...document.querySelectorAll('.case-detail .evidence a')].map(a => a.textContent)",
@@ -302,16 +302,17 @@ def test_the_ab_page_leads_with_the_ship_decision_and_the_cases_that_broke_its_g
     assert loaded.errors == [] and loaded.requests == [page.as_uri()]
     values = loaded.values
     assert values["verdict"] == "SHIP-GATE VERDICT: FAIL"
-    broken = {line.split(" FAILED")[0].split(" warned")[0]: line for line in values["broken"]}
+    broken = {line.split(" FAILED")[0].split(" WARNED")[0]: line for line in values["broken"]}
     assert f"hard gate '{gate}'" in broken
-    assert broken[f"hard gate '{gate}'"].endswith("broken by F3-name-guard")  # 90 -> 80 in night 2
+    # 90 -> 80 in night 2: the case, and what the gate saw of it
+    assert "broken by F3-name-guard (" in broken[f"hard gate '{gate}'"] and "was -10" in broken[f"hard gate '{gate}'"]
     assert 0 < values["broken_bottom"] < values["screen"]  # the gates and the cases that broke them, unscrolled
     assert values["decision_top"] < values["screen"]
     f3 = next(cells for cells in values["cases"] if cells[0].endswith("F3-name-guard"))
     assert f3[0] == "! F3-name-guard" and f3[1].startswith("80 (90)")  # variant now (then)
     # Arm rows read as how they ended their case, never as a green PASS of their own checks.
-    assert set(values["outcomes"]) <= {"won", "lost", "tie", "disqualified", "FAIL", "ERR"}
-    assert "disqualified" in values["outcomes"] and values["pass_badges_on_arms"] == 0
+    assert set(values["outcomes"]) <= {"WON", "LOST", "TIE", "DISQUALIFIED", "FAIL", "ERR"}
+    assert "DISQUALIFIED" in values["outcomes"] and values["pass_badges_on_arms"] == 0
     # The shipped comparison is on the score plot: F3's variant lane is marked as the drop that broke a gate.
     assert values["shipped_marks"] == ["F3-name-guard/variant"]
     assert {"diff", "verify", "transcript", "judge input", "judge output"} <= set(values["links"])

@@ -377,13 +377,11 @@ def test_a_dry_run_counts_no_samples_and_its_junit_never_calls_hard_gates_warnin
     assert "DRY RUN  0 passed, 0 failed, 0 errored, 2 skipped; 0 samples; nothing was scored" in stdout
     assert json.loads((tmp_path / "out.json").read_text())["summary"]["samples"] == 0
     junit = (tmp_path / "out.xml").read_text()
-    assert "(a warning, never the verdict)" not in junit
+    assert "WARNED" not in junit  # a hard gate never reads as a warning
     gate = next(c for c in ET.fromstring(junit).iter("testcase") if c.get("name") == "hard gate ran")
     skipped = gate.find("skipped")
     assert skipped is not None
-    told = (
-        "hard ship gate 'ran' of suite.md: not_evaluated: rows.size() == 1: not evaluated (dry run: nothing was scored)"
-    )
+    told = "hard ship gate 'ran' of suite.md: NOT EVALUATED: dry run: nothing was scored (rows.size() == 1)"
     assert skipped.get("message") == told
 
 

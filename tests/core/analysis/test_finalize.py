@@ -25,10 +25,9 @@ from fixtures_core.results import (
     RowResult,
     SampleResult,
     Status,
-    combine_outcomes,
-    worst,
 )
 from fixtures_core.spec import Aggregate, Direction, Expectation, MetricSpec, RowSpec, Sampling, Threshold
+from fixtures_core.verdicts.precedence import combine_outcomes, worst
 
 # A sample value is a number (extracted), None (the command failed: not evaluated) or "error".
 Value = float | None | str

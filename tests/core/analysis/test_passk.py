@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,7 @@ from fixtures_core.results import (
     SampleResult,
     Status,
 )
+from tests.suites import run_in_process
 
 
 def sample(index: int, status: Status = "PASS", indeterminate: bool = False) -> SampleResult:
@@ -388,3 +390,15 @@ def test_group_figures() -> None:
 def test_group_key_is_str_of_value() -> None:
     rows = [row("a", samples("PASS"), properties={"tier": 1}), row("b", samples("PASS"), properties={"tier": True})]
     assert sorted(group_figures(rows, None, "tier")) == ["1", "True"]
+
+
+def test_a_row_with_a_configuration_error_is_left_out_not_withholding_the_run(tmp_path: Path) -> None:
+    path = tmp_path / "f.md"
+    path.write_text("| Name | Command | Exit Code |\n|---|---|---|\n| ok | `true` | 0 |\n| bad | `true` | x |\n")
+
+    run = run_in_process(path, tmp_path / "state")
+
+    figures = run.summary.stochastic
+    assert figures is not None and figures.withheld is None  # one broken row no longer withholds the run's
+    assert (figures.rows, figures.pass_at_k, figures.left_out) == (1, 1.0, ("bad",))
+    assert run.status == "ERR"  # the broken row still decides the verdict

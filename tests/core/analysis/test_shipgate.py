@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from fixtures_core.analysis.shipgate import (
-    EXPECTED,
-    OUTSIDE_KNOWN_LIMIT,
     ArmOutcome,
     CaseOutcome,
     SuiteOutcome,
@@ -28,6 +26,7 @@ from fixtures_core.analysis.shipgate import (
 )
 from fixtures_core.records.rundoc import RunResult, to_document
 from fixtures_core.records.store import SHIPPED, Store, bless_refusal
+from fixtures_core.verdicts.case import EXPECTED, OUTSIDE_KNOWN_LIMIT
 from tests.suites import run_in_process
 
 JUDGE = """
@@ -120,7 +119,7 @@ def test_a_hard_gate_fails_the_run_and_a_soft_gate_warns(tmp_path: Path) -> None
     assert only_suite(failed).hard_floor_violations == 1
     assert [g.status for g in only_suite(failed).gates] == ["fail"]
     assert (only_suite(warned).verdict, warned.status) == ("PASS", "PASS")
-    assert only_suite(warned).warnings == ("soft gate 'margin floor' failed",)
+    assert only_suite(warned).warnings == ("soft gate 'margin floor' warned",)  # a soft gate never blocks
 
 
 def test_a_gate_that_cannot_be_evaluated_is_an_error(tmp_path: Path) -> None:
@@ -360,3 +359,54 @@ def test_a_changed_rubric_makes_the_shipped_run_not_comparable(tmp_path: Path) -
     assert not suite.comparable
     assert suite.warnings[0].startswith("the rubric changed since ")
     assert suite.warnings[0].endswith(": scores and margins are not comparable with it")
+
+
+# --- gates answer only on data (verdicts.gates) ------------------------------------------------
+
+
+def test_with_every_case_errored_no_gate_fails_and_the_verdict_leads_with_the_error(tmp_path: Path) -> None:
+    floor = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}",
+                  "- {name: held vs shipped, cel: '!has(suite.baseline_margin) || suite.margin >= 0.0', "
+                  "severity: soft}")  # fmt: skip
+    run = run_suite(tmp_path, [("F1", "95", "88", ""), ("F2", "90", "80", "")], floor)
+    (tmp_path / "judge.py").write_text("import sys; sys.exit(3)\n")  # the judge fails on every case
+
+    broken = run_in_process(tmp_path / "suite.md", tmp_path / ".assay")
+
+    assert [g.status for g in only_suite(run).gates] == ["pass", "pass"]  # the same suite, judged
+    suite = only_suite(broken)
+    assert [c.status for c in suite.cases] == ["ERR", "ERR"]
+    assert [g.status for g in suite.gates] == ["not_evaluated", "not_evaluated"]  # never FAILED, never ok
+    error = suite.gates[0].error
+    assert error is not None and error.startswith("no data: 2 cases have no result (F1: judge ")
+    assert (suite.verdict, suite.hard_floor_violations, broken.verdict.failed_gates) == ("ERR", 0, ())
+    assert broken.verdict.why.startswith("4 rows errored: 'F1/variant', 'F1/bare', 'F2/variant', 'F2/bare'")
+    assert "gate" not in broken.verdict.why
+
+
+def test_a_gate_reads_the_cases_it_names_and_names_each_breaking_case_with_its_value(tmp_path: Path) -> None:
+    floor = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}",
+                  "- {name: F1 holds, cel: 'rows.all(r, r.name != \"F1\" || r.margin >= 5.0)', "
+                  "severity: hard}")  # fmt: skip
+
+    run = run_suite(tmp_path, [("F1", "95", "88", ""), ("F2", "70", "81", ""), ("F3", "60", "59", "")], floor)
+
+    failed, held = only_suite(run).gates
+    # every case that broke it, not only the worst, each with the margin the gate read
+    assert [str(b) for b in failed.breaking] == ["F2 (margin was -11)", "F3 (margin was 1)"]
+    assert (held.status, held.breaking) == ("pass", ())
+
+
+def test_a_gate_on_a_case_whose_first_arm_was_disqualified_says_so(tmp_path: Path) -> None:
+    floor = gates("- {name: margin floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}")
+
+    run = run_suite(tmp_path, [("F1", "DQ 95", "70", ""), ("F2", "90", "80", "")], floor)
+
+    (gate,) = only_suite(run).gates
+    assert gate.status == "pass"  # +25 and +10: the margins hold, as the gate reads them
+    assert gate.notes == (
+        "F1: variant was disqualified (the judge disqualified it); it loses the case whatever its score",
+    )
+    variant = next(row for row in run.rows if row.name == "F1/variant")
+    assert (variant.status, variant.case_result) == ("FAIL", "disqualified")
+    assert variant.error == "loses its case whatever its score: the judge disqualified it"

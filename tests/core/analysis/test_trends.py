@@ -13,7 +13,8 @@ import pytest
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.trends import MIN_SIDE, find_step, run_costs, since_previous, trends
 from fixtures_core.records.rundoc import FixtureResult, RunResult
-from fixtures_core.results import Check, MetricSummary, Outcomes, RowResult, SampleResult, Stochastic, worst
+from fixtures_core.results import Check, MetricSummary, Outcomes, RowResult, SampleResult, Stochastic
+from fixtures_core.verdicts.precedence import worst
 
 FILE = "nightly.md"
 

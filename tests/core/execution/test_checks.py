@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +19,14 @@ import pytest
 
 from fixtures_core.cel import EVERY_VALUE, MapReads
 from fixtures_core.execution import checks
-from fixtures_core.execution.checks import SampleFiles, check_sample, read_files, row_programs, unrun_sample
+from fixtures_core.execution.checks import (
+    SampleFiles,
+    check_sample,
+    dry_run_sample,
+    missing_cwd_sample,
+    read_files,
+    row_programs,
+)
 from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row
 from fixtures_core.execution.sampling import Execution, execute
@@ -545,14 +552,22 @@ def test_a_metric_beyond_a_double_is_an_extraction_error_of_that_sample() -> Non
 # --- samples that never ran ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("status", "command"), [("SKIP", "not_evaluated"), ("FAIL", "fail"), ("ERR", "error")])
-def test_a_sample_that_never_ran_checks_nothing_and_says_why(status: str, command: str) -> None:
+@pytest.mark.parametrize(
+    ("never_ran", "status", "command", "reason"),
+    [
+        (lambda row: dry_run_sample(row, 3, "dry run"), "SKIP", "not_evaluated", "dry run"),
+        (lambda row: missing_cwd_sample(row, 3, "/nowhere"), "FAIL", "fail", "cwd /nowhere does not exist"),
+    ],
+)
+def test_a_sample_that_never_ran_checks_nothing_and_says_why(
+    never_ran: Callable[[RowSpec], SampleResult], status: str, command: str, reason: str
+) -> None:
     row = make_row(cel="json.ok", metrics=[metric("tokens", "json.n")])
 
-    sample = unrun_sample(row, 3, status, "dry run")  # type: ignore[arg-type]
+    sample = never_ran(row)
 
-    assert (sample.index, sample.status, sample.passed, sample.error) == (3, status, False, "dry run")
-    assert (sample.command.status, sample.command.error) == (command, "dry run")
+    assert (sample.index, sample.status, sample.passed, sample.error) == (3, status, False, reason)
+    assert (sample.command.status, sample.command.error) == (command, reason)
     assert sample.assertions is not None and sample.assertions.status == "not_evaluated"
     assert sample.metrics == {"tokens": MetricValue("not_evaluated")}
     assert (sample.exit_code, sample.duration_ms, sample.stdout, sample.stderr) == (None, 0.0, "", "")

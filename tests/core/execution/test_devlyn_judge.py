@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fixtures_core.execution.devlyn_judge import Slot, parse_reply, prompt, sanitize_diff
-from fixtures_core.execution.judgment import TIE, JudgeOutputError
+from fixtures_core.judgment import TIE, JudgeOutputError
 
 LABELS = {"A": "bare", "B": "variant"}
 DIFF = """diff --git a/bin/cli.js b/bin/cli.js

@@ -21,7 +21,7 @@ from fixtures_core.execution.judge import (
     parse_output,
     provenance_of,
 )
-from fixtures_core.execution.judgment import TIE, JudgeOutputError
+from fixtures_core.judgment import TIE, JudgeOutputError
 from fixtures_core.results import Check, SampleResult
 from fixtures_core.suite import JudgeSpec
 

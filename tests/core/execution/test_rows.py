@@ -23,7 +23,7 @@ from fixtures_core.execution.containment import Containment
 from fixtures_core.execution.rows import RunSettings, run_row, run_sample, template_values
 from fixtures_core.parsing.builtins import go_arch, go_os, platform_values
 from fixtures_core.parsing.parser import parse_file
-from fixtures_core.results import RowResult, SampleResult, combine_outcomes, worst
+from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import Expectation, MetricSpec, PropertyValue, RowSpec
 from tests.processes import gone_soon, is_gone
 
@@ -197,18 +197,6 @@ def test_err_outranks_an_earlier_fail(tmp_path: Path, settings: RunSettings, con
     assert [s.status for s in result.samples] == ["FAIL", "ERR"]
     assert result.status == "ERR"
     assert result.error == "sample 1: no such key: ok"
-
-
-def test_precedence_err_over_fail_over_pass() -> None:
-    assert worst("PASS", "FAIL", "PASS") == "FAIL"
-    assert worst("FAIL", "ERR", "PASS") == "ERR"
-    assert worst("ERR", "FAIL") == "ERR"
-    assert worst("PASS", "PASS") == "PASS"
-    assert worst() == "PASS"
-    assert combine_outcomes(["pass", "fail", "error"]) == "error"
-    assert combine_outcomes(["pass", "fail", "not_evaluated"]) == "fail"
-    assert combine_outcomes(["not_evaluated", "pass"]) == "pass"
-    assert combine_outcomes([]) == "not_evaluated"
 
 
 def test_missing_program_is_an_err_row(tmp_path: Path, settings: RunSettings, containment: Containment) -> None:

@@ -96,14 +96,6 @@ def test_block_row_runs_the_script_with_the_frontmatter_exec_and_the_language_fl
     assert row.argv == (sys.executable, "-c", "print(1)\n")
 
 
-def test_block_row_without_a_script_names_the_allowed_languages() -> None:
-    with pytest.raises(FixtureError) as caught:
-        block_row(Block("lonely", 4, standalone=False), Inherited(code_blocks=("bash", "sh")), no_yaml, "f.md")
-    assert (
-        str(caught.value) == "f.md:4: command: command block 'lonely' has no script fence (allowed languages: bash, sh)"
-    )
-
-
 def test_block_row_rejects_prose_that_gavel_would_read_as_cel() -> None:
     block = Block("a", 1, standalone=False, scripts=[bash("echo\n", 2)], validations=[("Note: it echoes", 6)])
     with pytest.raises(FixtureError) as caught:
@@ -248,9 +240,19 @@ def test_python_fence_runs_with_this_interpreter(tmp_path: Path) -> None:
     assert row.argv == (sys.executable, "-c", "print(1)\n")
 
 
-def test_missing_script_fence_is_an_error(tmp_path: Path) -> None:
-    path, error = row_error(tmp_path, "# T\n\n### command: lonely\n\n```python\nprint(1)\n```\n")
-    assert error == f"{path}:3: command: command block 'lonely' has no script fence (allowed languages: bash)"
+# Gavel's parser_ast_test.go ("when parsing error cases") at flanksource/gavel@43a9189b: a command block without
+# a script, or without a name, gives no fixture and no error (buildFixtureFromCommand returns nil). assay makes
+# no row either, and warns (never silently); a run whose files hold no row at all stops, as Gavel's does
+# ("no fixtures found").
+def test_a_command_block_without_a_script_makes_no_row_and_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, "| Name | Command |\n|---|---|\n| ok | `true` |\n\n### command: incomplete test\n\n"
+                 "Validations:\n* cel: exitCode == 0\n\n```python\nprint(1)\n```\n")  # fmt: skip
+    fixture = parse_file(path)
+    assert [row.name for row in fixture.rows] == ["ok"]  # the valid row beside it runs
+    assert [(w.line, w.message) for w in fixture.warnings] == [
+        (5, "command block 'incomplete test' has no script fence (allowed languages: bash): no row (as in Gavel)"),
+        (10, "python fence is not run (codeBlocks: bash)"),
+    ]
 
 
 def test_unknown_interpreter_is_an_error(tmp_path: Path) -> None:
@@ -337,13 +339,17 @@ def test_fence_attributes_are_ignored_with_a_warning(tmp_path: Path) -> None:
     assert "fence attributes 'exitCode=1' are ignored" in fixture.warnings[0].message
 
 
-def test_block_needs_a_name(tmp_path: Path) -> None:
-    path, error = row_error(tmp_path, "### command:\n\n```bash\necho\n```\n")
-    assert error == f"{path}:1: command: a command block needs a name (### command: NAME)"
+def test_a_command_block_without_a_name_makes_no_row_and_a_warning(tmp_path: Path) -> None:
+    fixture = parse_file(write(tmp_path, "### command:\n\n```bash\n--help\n```\n"))
+    assert fixture.rows == ()
+    assert [(w.line, w.message) for w in fixture.warnings] == [
+        (1, "a command block without a name (### command: NAME) makes no row (as in Gavel)")
+    ]
 
 
 def test_block_yaml_errors_name_the_file_line(tmp_path: Path) -> None:
-    path, error = row_error(tmp_path, "---\nexec: e\n---\n### command: a\n\n```yaml\nrepeat: 1\nrepeat: [\n```\n")
+    text = "---\nexec: e\n---\n### command: a\n\n```yaml\nrepeat: 1\nrepeat: [\n```\n\n```bash\necho\n```\n"
+    path, error = row_error(tmp_path, text)
     assert error.startswith(f"{path}:9: invalid YAML in command yaml")
 
 

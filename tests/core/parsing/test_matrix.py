@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_core.errors import FixtureError, UsageError, ValidationFailed
+from fixtures_core.errors import FixtureError, UsageError
 from fixtures_core.parsing.matrix import fixture_paths, load_matrix, samples_at_once, select
 
 TABLE = "---\nexec: echo\nrepeat: 2\n---\n| Name |\n|---|\n{rows}"
@@ -75,13 +75,20 @@ def test_folder_without_fixtures_is_a_usage_error(tmp_path: Path) -> None:
         load_matrix([str(tmp_path / "empty")])
 
 
-def test_files_that_cannot_be_read_as_a_whole_are_all_named(tmp_path: Path) -> None:
+def test_a_file_that_cannot_be_read_as_a_whole_makes_its_own_rows_err_and_the_others_run(tmp_path: Path) -> None:
     fixture(tmp_path / "a.md", "ok")
     (tmp_path / "b.md").write_text("---\nexec: [\n---\n| Name |\n|---|\n| x |\n", encoding="utf-8")
-    (tmp_path / "c.md").write_text("---\nrepat: 2\n---\n| Name |\n|---|\n| y |\n", encoding="utf-8")
-    with pytest.raises(ValidationFailed) as failed:
-        load_matrix([str(tmp_path)])
-    assert [str(e).split("/")[-1][:6] for e in failed.value.errors] == ["b.md:2", "c.md:2"]
+    (tmp_path / "c.md").write_text("---\nrepat: 2\n---\n| Name |\n|---|\n| y |\n| z |\n", encoding="utf-8")
+    (tmp_path / "d.md").write_bytes(b"| Name |\n|---|\n| \xff |\n")  # no row can be read: one for the file
+
+    matrix = load_matrix([str(tmp_path)])
+
+    rows = {row.name: row.error for row in matrix.rows}
+    assert rows["ok"] is None
+    assert (rows["x"] or "").startswith(f"{tmp_path / 'b.md'}:2: invalid YAML in frontmatter: ")
+    assert rows["y"] == rows["z"] == f"{tmp_path / 'c.md'}:2: repat: unknown key 'repat' (did you mean 'repeat'?)"
+    assert rows["d.md"] == f"{tmp_path / 'd.md'}:3: not UTF-8 text (byte 17)"  # 9 + 6 + 2 bytes before it
+    assert [f.errors for f in matrix.files][2] == (rows["y"],)
 
 
 def test_a_broken_row_does_not_stop_loading(tmp_path: Path) -> None:

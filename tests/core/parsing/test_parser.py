@@ -251,7 +251,7 @@ def test_fence_outside_a_command_block_is_a_row_named_after_its_heading(tmp_path
     assert [(r.name, r.line, r.argv[0], r.expect.cel, r.expect.exit_code) for r in rows] == [
         ("bash-block", 1, "bash", None, 0),
         ("Greets", 7, "sh", 'stdout.contains("hi")', 0),
-        ("Greets (2)", 13, sys.executable, None, 3),
+        ("Greets", 13, sys.executable, None, 3),  # as Gavel names it; validate makes it a duplicate (seed 01)
     ]
 
 

@@ -288,8 +288,8 @@ def test_row_errors_stay_on_their_rows_and_the_other_rows_run(tmp_path: Path) ->
         tmp_path,
         a="---\nexec: echo\n---\n| Name | CEL |\n|---|---|\n| x | bad == |\n| x | true |\n| ok | true |\n",
     )
-    isolated, stopping = isolate_row_errors(matrix)
-    assert stopping == []
+    isolated = isolate_row_errors(matrix)
+    assert [f.errors for f in isolated.files] == [()]
     assert [(row.name, row.error) for row in isolated.rows] == [
         ("x", f"{paths['a']}:6: CEL: {validate_matrix(matrix)[0].message}"),
         ("x (line 7)", f"{paths['a']}:7: Name: duplicate row name 'x' (first at line 6)"),
@@ -300,9 +300,17 @@ def test_row_errors_stay_on_their_rows_and_the_other_rows_run(tmp_path: Path) ->
 def test_validate_paths_lists_every_error_of_every_file(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("---\nexec: [\n---\n| Name |\n|---|\n| x |\n", encoding="utf-8")
     (tmp_path / "b.md").write_text("| Name | Exit Code |\n|---|---|\n| y | z |\n| w | q |\n", encoding="utf-8")
+    (tmp_path / "c.md").write_text("---\nrepat: 3\nrepaet: 2\ntimeout: soon\n---\n| Name |\n|---|\n| v |\n")
     matrix, errors = validate_paths([str(tmp_path)])
-    assert [e.split("/")[-1].split(":")[:2] for e in errors] == [["a.md", "2"], ["b.md", "3"], ["b.md", "4"]]
-    assert [row.name for row in matrix.rows] == ["y", "w"]
+    assert [e.split("/")[-1].split(":")[:3] for e in errors] == [
+        ["a.md", "2", " invalid YAML in frontmatter"],
+        ["b.md", "3", " Exit Code"],
+        ["b.md", "4", " Exit Code"],
+        ["c.md", "2", " repat"],  # every error of the frontmatter, not only the first
+        ["c.md", "3", " repaet"],
+        ["c.md", "4", " timeout"],
+    ]
+    assert [row.name for row in matrix.rows] == ["x", "y", "w", "v"]  # a broken file's rows are there, ERR
 
 
 # --- metrics and baselines ---------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import describe
+from fixtures_core.reports import describe, status_words
 from fixtures_core.results import BudgetFigures, Check, Outcomes, RowResult, Sampled, SampleResult, Status
 
 
@@ -113,7 +113,11 @@ def test_failures_of_a_real_run_are_its_fail_and_err_rows_in_order(mixed_run: Ru
 
 def test_verdict_and_counts_of_a_real_run(mixed_run: RunResult) -> None:
     # small, small b PASS; big FAIL; broken ERR (one sample, it stopped the row); later SKIP: 3+3+3+1 samples
-    assert (mixed_run.verdict.shown, mixed_run.verdict.colour, mixed_run.verdict.exit_code) == ("ERR", "ERR", 2)
+    assert (mixed_run.verdict.shown, status_words.verdict(mixed_run.verdict).tone, mixed_run.verdict.exit_code) == (
+        "ERR",
+        "error",
+        2,
+    )
     assert describe.answer(mixed_run) == "ERR · exit 2 — 1 row errored: 'broken'; 1 row failed: 'big'"
     assert describe.counts(mixed_run) == "2 passed, 1 failed, 1 errored, 1 skipped; 10 samples"
 
@@ -121,18 +125,18 @@ def test_verdict_and_counts_of_a_real_run(mixed_run: RunResult) -> None:
 @pytest.mark.parametrize(
     ("status", "dry_run", "shown"),
     [
-        ("PASS", False, ("PASS", "PASS")),
-        ("FAIL", False, ("FAIL", "FAIL")),
-        ("SKIP", True, ("DRY RUN", "SKIP")),  # never a green PASS of what did not run
-        ("PASS", True, ("DRY RUN", "SKIP")),  # (a dry run written before its document said SKIP)
-        ("ERR", True, ("ERR", "ERR")),
+        ("PASS", False, ("PASS", "pass")),
+        ("FAIL", False, ("FAIL", "fail")),
+        ("SKIP", True, ("DRY RUN", "skip")),  # never a green PASS of what did not run
+        ("PASS", True, ("DRY RUN", "skip")),  # (a dry run written before its document said SKIP)
+        ("ERR", True, ("ERR", "error")),
     ],
 )
 def test_verdict_of_a_dry_run_is_never_pass(
-    mixed_run: RunResult, status: Status, dry_run: bool, shown: tuple[str, Status]
+    mixed_run: RunResult, status: Status, dry_run: bool, shown: tuple[str, str]
 ) -> None:
     run = replace(mixed_run, status=status, options={**mixed_run.options, "dry_run": dry_run})
-    assert (run.verdict.shown, run.verdict.colour) == shown
+    assert (run.verdict.shown, status_words.verdict(run.verdict).tone) == shown
     assert describe.counts(run).endswith("; nothing was scored") is dry_run
 
 

@@ -20,13 +20,15 @@ def test_one_line_per_sample_and_a_column_per_metric(matrix_run: RunResult) -> N
     frame = sample_frame(matrix_run)
     properties = [c for c in frame.columns if c.startswith("prop.")]
     assert list(frame.columns) == [
-        "run_id", "file", "row", "case", "arm", "outcome", "sample", "status", "reason", "duration_ms", "exit_code",
+        "run_id", "file", "row", "row_status", "case", "arm", "outcome", "sample", "status", "reason", "duration_ms",
+        "exit_code",
         *properties, "metric.reasoning_tokens", "metric.duration_ms", "metric.cost_usd",
     ]  # fmt: skip
     assert {"prop.selector", "prop.prompt"} <= set(properties)
     assert len(frame) == 20  # 4 rows x 5 samples
     flaky = frame[frame["row"] == "API flaky"].set_index("sample")
     assert list(flaky["status"]) == ["PASS", "PASS", "PASS", "FAIL", "PASS"]
+    assert set(flaky["row_status"]) == {"FAIL (flaky)"}  # the row's answer, as every report shows it
     assert list(flaky["reason"]) == ["", "", "", flaky["reason"][3], ""]
     assert flaky["reason"][3].startswith("CEL assertion false (clause 1 of 2 is false: ")
     row = next(r for r in matrix_run.rows if r.name == "API flaky")

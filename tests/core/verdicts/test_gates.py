@@ -1,17 +1,22 @@
-"""The cases that broke a failed ship gate, and what its comparisons saw, on the example A/B suite
-(loud-flag +16, config-comments +20 with hasty disqualified, docstring +0 as a known limit)."""
+"""A ship gate's answer (``verdicts.gates``): the cases that broke it, and what its comparisons saw, on the
+example A/B suite (loud-flag +16, config-comments +20 with hasty disqualified, docstring +0 as a known limit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from fixtures_core.analysis.gate_cases import breaking_cases, gate_seen
-from fixtures_core.analysis.shipgate import GateResult
+from fixtures_core.analysis.shipgate import SuiteOutcome, gate_inputs
+from fixtures_core.suite import GateSpec
+from fixtures_core.verdicts.gates import GateResult, evaluate
 from tests.core.conftest import ExampleRun
 
 
-def failed(cel: str) -> GateResult:
-    return GateResult("g", cel, "hard", "fail")
+def evaluated(cel: str, suite: SuiteOutcome) -> GateResult:
+    return evaluate(GateSpec(name="g", cel=cel, severity="hard", line=1), gate_inputs(suite))
+
+
+def breaking_cases(cel: str, suite: SuiteOutcome) -> tuple[str, ...]:
+    return tuple(breach.case for breach in evaluated(cel, suite).breaking)
 
 
 @pytest.mark.parametrize(
@@ -36,19 +41,28 @@ def failed(cel: str) -> GateResult:
 )  # fmt: skip
 def test_the_cases_that_broke_a_gate(example_run: ExampleRun, cel: str, cases: tuple[str, ...]) -> None:
     (suite,) = example_run.run.suites
-    assert breaking_cases(failed(cel), suite) == cases
+    assert breaking_cases(cel, suite) == cases
 
 
 def test_a_gate_that_held_names_nothing(example_run: ExampleRun) -> None:
     (suite,) = example_run.run.suites
-    assert breaking_cases(GateResult("g", "rows.all(r, r.margin >= 18.0)", "hard", "pass"), suite) == ()
+    assert breaking_cases("rows.all(r, r.margin >= 0.0)", suite) == ()
 
 
 def test_a_failed_gate_says_what_its_comparisons_saw(example_run: ExampleRun) -> None:
     (suite,) = example_run.run.suites
     # (16 + 20 + 0) / 3 = 12: the suite margin, the only non-literal side
-    assert gate_seen(failed("suite.margin >= 50.0"), suite) == "suite.margin was 12"
-    assert gate_seen(failed("!has(suite.margin) || suite.margin - 2.0 > suite.margin"), suite) == (
-        "suite.margin - 2.0 was 10, suite.margin was 12"
+    assert evaluated("suite.margin >= 50.0", suite).seen == "margin was 12"
+    assert evaluated("!has(suite.margin) || suite.margin - 2.0 > suite.margin", suite).seen == (
+        "margin - 2.0 was 10, margin was 12"
     )
-    assert gate_seen(failed("rows.all(r, r.margin >= 18.0)"), suite) is None  # a macro: its cases say it
+    assert evaluated("rows.all(r, r.margin >= 18.0)", suite).seen is None  # a macro: its cases say it
+
+
+def test_a_failed_gate_names_each_case_with_what_it_saw_of_it(example_run: ExampleRun) -> None:
+    (suite,) = example_run.run.suites
+    # loud-flag +16 and docstring +0 are below 18; config-comments +20 is not
+    assert [str(b) for b in evaluated("rows.all(r, r.margin >= 18.0)", suite).breaking] == [
+        "loud-flag (margin was 16)",
+        "docstring (margin was 0)",
+    ]

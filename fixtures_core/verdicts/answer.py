@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from fixtures_core.analysis.baseline import Comparison
-from fixtures_core.analysis.shipgate import SuiteOutcome
-from fixtures_core.parsing.suite import ARM_PROPERTY
 from fixtures_core.results import RowResult, Status
 from fixtures_core.text import counted, listed
+from fixtures_core.verdicts.run import failures
+
+if TYPE_CHECKING:  # the domain's later rooms, for their types only
+    from fixtures_core.analysis.baseline import Comparison
+    from fixtures_core.analysis.shipgate import SuiteOutcome
 
 
 class VerdictedRun(Protocol):
@@ -92,11 +94,6 @@ class Verdict:
         return DRY_RUN if self.dry_run and self.status in ("PASS", "SKIP") else self.status
 
     @property
-    def colour(self) -> Status:
-        """The status whose colour ``shown`` takes."""
-        return "SKIP" if self.shown == DRY_RUN else self.status
-
-    @property
     def gate(self) -> str | None:
         """The gate's answer in words (``no regression against shipped.json``); None without one."""
         if self.regressed is None:
@@ -153,21 +150,15 @@ def verdict_of(run: VerdictedRun) -> Verdict:
         regressed=regressed,
         failed_gates=failed_gates,
         exit_code=code,
-        reasons=_reasons(run, own, failed_gates, regressed),
+        reasons=_reasons(run, own, regressed),
         deciding=frozenset(row.id for row in deciding),
         passed=_passed(run, own),
     )
 
 
 def _own_failures(run: VerdictedRun) -> list[RowResult]:
-    """The FAIL rows behind the run's own verdict: all but the arm rows of a suite with a hard gate
-    (``runs.ab.run_status``: a worse arm is what such a suite measures)."""
-    hard = {suite.file for suite in run.suites if any(gate.severity == "hard" for gate in suite.gates)}
-    return [
-        row
-        for row in run.rows
-        if row.status == "FAIL" and not (row.file in hard and row.properties.get(ARM_PROPERTY) is not None)
-    ]
+    """The FAIL rows behind the run's own verdict (``verdicts.run.failures``)."""
+    return failures(run.rows, run.suites)
 
 
 def _baseline_name(run: VerdictedRun) -> str | None:
@@ -178,9 +169,7 @@ def _baseline_name(run: VerdictedRun) -> str | None:
     return run.comparison.baseline if run.comparison is not None else None
 
 
-def _reasons(
-    run: VerdictedRun, failed: Sequence[RowResult], failed_gates: Sequence[str], regressed: bool | None
-) -> tuple[str, ...]:
+def _reasons(run: VerdictedRun, failed: Sequence[RowResult], regressed: bool | None) -> tuple[str, ...]:
     found = []
     if run.error:
         found.append(f"error: {run.error}")
@@ -192,9 +181,7 @@ def _reasons(
         if gate.status == "error"
     ]
     found += _row_phrase("failed", failed)
-    if failed_gates:
-        noun = "hard ship gate" if len(failed_gates) == 1 else "hard ship gates"
-        found.append(f"{noun} {', '.join(failed_gates)} failed")
+    found += _gates_phrase(run)
     if regressed:
         found.append(f"regression against {_baseline_name(run)}")
     elif regressed is False and failed:
@@ -238,3 +225,14 @@ def _row_phrase(what: str, rows: Sequence[RowResult]) -> list[str]:
         return []
     names = listed([f"'{row.name}'" for row in rows])
     return [f"{counted(len(rows), 'row')} {what}: {names}"]
+
+
+def _gates_phrase(run: VerdictedRun) -> list[str]:
+    """``hard ship gate 'a' (suite.md) failed``; the gates of one suite named once with its file."""
+    phrases = []
+    for suite in run.suites:
+        names = [f"'{gate.name}'" for gate in suite.gates if gate.severity == "hard" and gate.status == "fail"]
+        if names:
+            noun = "hard ship gate" if len(names) == 1 else "hard ship gates"
+            phrases.append(f"{noun} {', '.join(names)} ({suite.file}) failed")
+    return phrases
