@@ -291,7 +291,7 @@ def pool_variant(py: str, env: dict[str, str], work: Path, args: argparse.Namesp
         return done.stdout
 
     prefect("work-pool", "create", pool, "--type", "process", "--base-job-template", "deployments/process-pool.json")
-    allowed = json.dumps({"env": {"ASSAY_ALLOWED_ROOTS": str(work)}})
+    allowed = json.dumps({"assay_allowed_roots": str(work)})
     folder = work / "pool-fixture"
     folder.mkdir()
     for shard in SHARDS:

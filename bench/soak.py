@@ -283,7 +283,7 @@ def deploy(night: Night) -> None:
 
     prefect("work-pool", "create", "assay", "--type", "process", "--base-job-template", "deployments/process-pool.json")
     params = {"paths": [str(night.state / "soak.md")], "out": str(night.state), "label": "soak-pool"}
-    allowed = {"env": {"ASSAY_ALLOWED_ROOTS": str(night.state)}}
+    allowed = {"assay_allowed_roots": str(night.state)}
     prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all", "--interval", str(night.args.every),
             "--params", json.dumps(params), "--job-variable", json.dumps(allowed))  # fmt: skip
 

@@ -162,7 +162,7 @@ def deploy_on_the_locked_pool(team: TeamServer, env: dict[str, str], state_dir: 
         prefect(
             "work-pool", "create", "assay", "--type", "process", "--base-job-template", "deployments/process-pool.json"
         )
-    allowed = json.dumps({"env": {"ASSAY_ALLOWED_ROOTS": str(state_dir)}})
+    allowed = json.dumps({"assay_allowed_roots": str(state_dir)})
     prefect("deploy", "--prefect-file", "deployments/prefect.yaml", "--all", "--job-variable", allowed)
 
 
