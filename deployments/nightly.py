@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from prefect.schedules import Schedule
 
     from flows.flow.parameters import MatrixParameters
+    from flows.server.sweeper import KeepAutomation
 
 
 class ServingStopped(AssayError):
@@ -167,7 +168,7 @@ def serve_through_outages(served: Served, api_url: str) -> int:
     from flows.server.outages import OutageLog
     from flows.server.sweeper import Sweeper
 
-    with OutageLog(api_url, _say) as outages, Sweeper(_finder(served.name), served.heartbeat_s, outages):
+    with OutageLog(api_url, _say) as outages, Sweeper(_finder(served.name), _automation_of(served), outages):
         restarts = 0
         try:
             while True:
@@ -185,6 +186,12 @@ def serve_through_outages(served: Served, api_url: str) -> int:
                 time.sleep(min(2.0**restarts, 30.0))  # an API that answers but keeps failing is not hammered
         except KeyboardInterrupt:  # Ctrl-C, while serving or waiting for the API: stopped, as SIGTERM
             return 0
+
+
+def _automation_of(served: Served) -> KeepAutomation:
+    from flows.server import silent_runs
+
+    return lambda client: silent_runs.ensure(client, served.heartbeat_s).window_s
 
 
 def _prepare(served: Served) -> None:

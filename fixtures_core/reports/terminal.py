@@ -104,7 +104,7 @@ def render_failure(failure: describe.Failure, console: Console) -> None:
     heading = visible(f"\n{look.word} {row.name}  ({failure.where})")
     console.print(Text(heading, style=look.style + " bold"))
     if failure.error:
-        console.print(f"  {visible(failure.error)}", markup=False)
+        console.print(f"  {visible(failure.error)}", markup=False, soft_wrap=True)  # a path stays one copyable line
     if failure.expression:
         console.print(f"  CEL: {visible(failure.expression)}", markup=False)
     if failure.failing_samples:

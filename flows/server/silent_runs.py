@@ -230,7 +230,7 @@ def _watch(url: str, heartbeat: int) -> int:
     finder = "python -m flows.server.silent_runs --watch"
     with (
         OutageLog(url, say) as outages,
-        Sweeper(finder, heartbeat, outages, said=say),
+        Sweeper(finder, lambda client: ensure(client, heartbeat).window_s, outages, said=say),
         contextlib.suppress(KeyboardInterrupt),
     ):
         stopped.wait()

@@ -18,8 +18,16 @@ import contextlib
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from flows.server.outages import OutageLog
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
+
+# Makes sure the server has the automation that marks silent runs Crashed (``silent_runs.ensure``, given by
+# the caller: that module's ``--watch`` runs this one) and returns the automation's window in seconds.
+KeepAutomation = Callable[["SyncPrefectClient"], int]
 
 EVERY_S = 60.0
 TIDY_BACK = timedelta(hours=1)  # crashed runs whose unfinished parts are looked for
@@ -31,12 +39,12 @@ class Sweeper:
     def __init__(
         self,
         finder: str,
-        heartbeat_s: int,
+        keep_automation: KeepAutomation,
         outages: OutageLog,
         every: float = EVERY_S,
         said: Callable[[str], None] | None = None,
     ) -> None:
-        self.finder, self.heartbeat_s, self._outages, self._every = finder, heartbeat_s, outages, every
+        self.finder, self._keep_automation, self._outages, self._every = finder, keep_automation, outages, every
         self._said = said
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="assay-sweep", daemon=True)
@@ -59,12 +67,11 @@ class Sweeper:
     def sweep_once(self) -> None:
         from prefect.client.orchestration import get_client
 
-        from flows.server import silent_runs
         from flows.server.abandoned import finish_crashed, sweep, sweep_silent
 
         with get_client(sync_client=True) as client:
             marked = sweep(client, finder=self.finder)
-            window = silent_runs.ensure(client, self.heartbeat_s).window_s
+            window = self._keep_automation(client)
             if self._outages.up_for() >= window:
                 marked += sweep_silent(client, window, self.finder)
             finish_crashed(client, since=datetime.now(UTC) - TIDY_BACK)

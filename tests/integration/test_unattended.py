@@ -194,6 +194,9 @@ def test_a_run_that_died_silently_is_crashed_by_the_automation_and_frees_the_nig
     state_dir = tmp_path / "state"
     env = team.env(tmp_path / "home", PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_FLOWS_HEARTBEAT_FREQUENCY="30")
     deploy_on_the_locked_pool(team, env, state_dir)
+    with client_of(team) as client:  # another test on this server may have made it, for a longer heartbeat
+        for made in client.read_automations_by_name(silent_runs.NAME):
+            client.delete_automation(made.id)
     done = subprocess.run([sys.executable, "-m", "flows.server.silent_runs"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -302,7 +305,9 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
         team.stop()
         team.start()
         serve = start_serve()  # once the server answers: started during an outage, it refuses in one line
-        ended = until(lambda: all(is_final(team, run.id) for run in runs), 240, every_s=1)
+        # A run whose worker died while submitting it is Pending: the automation's window (180 s), or nightly.py's
+        # sweep once the API has answered for a whole window, then its next minute, marks it Crashed.
+        ended = until(lambda: all(is_final(team, run.id) for run in runs), 180 + 60 + 180, every_s=1)
         assert ended, "\n".join(_told(team, run) for run in runs)
         assert workers[1].poll() is None, "the worker left alone did not ride out the outage"
     finally:
@@ -331,7 +336,6 @@ def test_a_short_bad_night_ends_every_run_and_frees_every_slot(team: TeamServer,
 def test_the_sweep_applies_the_automations_rule_to_what_the_server_stored(team: TeamServer) -> None:
     """What nightly.py sweeps every minute: a deployment run Pending or Running with no state change and no
     heartbeat for the window is marked Crashed (not forced); one with a recent heartbeat or state is left alone."""
-    from prefect.events import emit_event
     from prefect.states import Running
 
     from flows.server.abandoned import sweep_silent
@@ -346,8 +350,7 @@ def test_the_sweep_applies_the_automations_rule_to_what_the_server_stored(team: 
         client.set_flow_run_state(beating.id, Running())
         wait_until(lambda: datetime.now(UTC) > _changed(client, beating.id) + timedelta(seconds=window + 1), "silence")
         client.set_flow_run_state(fresh.id, Pending())
-        with temporary_settings(updates={"api.url": team.api_url}):
-            emit_event("prefect.flow-run.heartbeat", resource={"prefect.resource.id": f"prefect.flow-run.{beating.id}"})
+        _send_heartbeat(team, beating.id)
         wait_until(lambda: _heartbeats(client, beating.id), "the server stored the heartbeat")
         marked = sweep_silent(client, window, finder="a test")
         states = {run.id: client.read_flow_run(run.id).state for run in (silent, beating, fresh)}
@@ -357,6 +360,22 @@ def test_the_sweep_applies_the_automations_rule_to_what_the_server_stored(team: 
         "its process is gone: no heartbeat or state change for 5 s; found by a test",
     )
     assert states[beating.id].name == "Running" and states[fresh.id].name == "Pending"
+
+
+def _send_heartbeat(team: TeamServer, flow_run_id: UUID) -> None:
+    """A flow run's heartbeat event, sent to the team server and flushed before this returns (``emit_event`` hands
+    it to a process-wide worker, which may be bound to another test's server)."""
+    import asyncio
+
+    from prefect.events.clients import PrefectEventsClient
+    from prefect.events.schemas.events import Event, Resource
+
+    async def send() -> None:
+        async with PrefectEventsClient(api_url=team.api_url) as events:
+            resource = Resource({"prefect.resource.id": f"prefect.flow-run.{flow_run_id}"})
+            await events.emit(Event(event="prefect.flow-run.heartbeat", resource=resource))
+
+    asyncio.run(send())
 
 
 def _run_of_process(team: TeamServer, runs: list[FlowRun], pid: int) -> FlowRun | None:

@@ -20,7 +20,7 @@ from fixtures_core.execution.daemons import free_port
 from flows.server import supervisor
 from flows.server.rotated_log import RotatedLog
 from tests.polling import wait_until
-from tests.processes import gone_soon
+from tests.processes import gone_soon, is_gone
 
 STAND_IN = r"""
 import http.server, json, os, sys, threading, time
@@ -143,7 +143,7 @@ def test_a_server_stopped_on_purpose_is_not_restarted(home: Path) -> None:
     wait_until(lambda: answered(home, first), "the server answers")
     os.kill(first, signal.SIGTERM)
     assert gone_soon(first)
-    wait_until(lambda: supervisor.supervisor_pid(home) is None, "the supervisor exits")
+    wait_until(lambda: is_gone(watcher), "the supervisor exits")  # its pid: it is None before it exec'd too
     assert f"the Prefect server (pid {first}) was stopped on purpose (killed by SIGTERM (signal 15))" in log_text(home)
     assert server_pid(home) is None and not (home / supervisor.SERVER_PID_FILE).exists()
     assert gone_soon(watcher)
@@ -151,7 +151,7 @@ def test_a_server_stopped_on_purpose_is_not_restarted(home: Path) -> None:
 
 def test_a_server_that_never_answered_is_not_restarted_and_its_last_words_are_kept(home: Path) -> None:
     watcher, _ = start(home, NEVER_STARTS)
-    wait_until(lambda: supervisor.supervisor_pid(home) is None, "the supervisor gives up")
+    wait_until(lambda: is_gone(watcher), "the supervisor gives up")
     said = log_text(home)
     assert "exited while starting (exit status 1): not restarted" in said
     assert said.count("the Prefect server runs: pid") == 1
@@ -172,8 +172,8 @@ def test_another_homes_server_answering_on_the_port_is_not_taken_for_this_one(ho
     try:
         assert winner.stdout is not None and winner.stdout.readline().startswith("stand-in server")
         command = [sys.executable, "-c", STAND_IN, str(port), "slow"]
-        supervisor.start(home, command, dict(os.environ), f"http://127.0.0.1:{port}/api")
-        wait_until(lambda: supervisor.supervisor_pid(home) is None, "the supervisor gives up")
+        loser = supervisor.start(home, command, dict(os.environ), f"http://127.0.0.1:{port}/api")
+        wait_until(lambda: is_gone(loser), "the supervisor gives up")
     finally:
         winner.kill()
         winner.wait()
