@@ -750,7 +750,9 @@ def run_with_prefect(
     thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), name="assay-flow", daemon=True)
     thread.start()
     api_url = backend.api_url if backend is not None else None
-    watch = ApiWatch(api_url, headers=_client_headers()) if api_url else None
+    with temporary_settings(updates=updates):  # what the flow's client sends: the home's API secret included
+        headers = _client_headers()
+    watch = ApiWatch(api_url, headers=headers) if api_url else None
     # Short waits keep the main thread responsive to signals. An event, not thread.join(): on Python 3.11 a
     # signal handler that raises inside join() marks the still running thread as finished (bpo-45274), and
     # who joins it later (an in-process caller after a second interrupt) would not wait for it.
