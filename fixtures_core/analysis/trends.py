@@ -26,13 +26,20 @@ Rules (README, "Trends: what changed since last night"):
 * **Since the previous run**: new failures are rows FAIL or ERR now that
   were not in the previous run (they passed, were skipped, or did not
   exist); fixed rows failed then and pass now.
+* **The age of a failure**: a row FAIL or ERR in the newest run has failed
+  since the first run of its unbroken streak of FAIL or ERR runs of the
+  suite (a run it did not fail in, or did not run in, ends the streak). A
+  streak of one run is new tonight. When every run read is in the streak,
+  it may be older (``Age.at_least``).
+* **A change in the window**: a row's last status change between two runs
+  it ran in, among the runs read (``RowTrend.change``).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,6 +49,7 @@ if TYPE_CHECKING:  # rundoc's RunResult is what trends read; records come after 
     from fixtures_core.records.rundoc import RunResult
 
 
+MAX_AGE_RUNS = 100  # earlier runs read back to find where a failure began
 MIN_SIDE = 2  # runs on each side of a step
 STEP_FRACTION = 0.10  # the medians must differ by more than this share of the earlier one
 STEP_NOISE = 3.0  # ... and by more than this many times the larger mean absolute deviation from a median
@@ -95,6 +103,37 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Age:
+    """How long a row failing in the newest run has failed (module docstring).
+
+    since:    the first run of its unbroken streak of failing runs.
+    runs:     how many runs the streak holds, the newest included (1: new tonight).
+    number:   the ``since`` run's place among the runs shown (1: the oldest), when they are numbered.
+    at_least: every run read is in the streak: it may have begun earlier.
+    """
+
+    file: str
+    name: str
+    since: RunPoint
+    runs: int
+    number: int | None = None
+    at_least: bool = False
+
+    @property
+    def new(self) -> bool:
+        return self.runs == 1 and not self.at_least
+
+
+@dataclass(frozen=True)
+class Change:
+    """A row's last status change in the window: from ``before`` to ``after`` at run ``index`` (0-based)."""
+
+    index: int
+    before: Status
+    after: Status
+
+
+@dataclass(frozen=True)
 class MetricTrend:
     """One metric of one row across the runs: its aggregate per run (None where it has none)."""
 
@@ -130,6 +169,8 @@ class RowTrend:
     flip: tuple[Status, Status] | None
     flips: int
     metrics: tuple[MetricTrend, ...] = ()
+    age: Age | None = None
+    change: Change | None = None
 
     @property
     def ran(self) -> int:
@@ -154,6 +195,18 @@ class Trends:
 
     runs: tuple[RunPoint, ...]
     rows: tuple[RowTrend, ...]
+
+    @property
+    def failing(self) -> tuple[RowTrend, ...]:
+        """Rows failing in the newest run, the oldest break first."""
+        found = [row for row in self.rows if row.age is not None]
+        return tuple(sorted(found, key=lambda row: -row.age.runs if row.age else 0))
+
+    @property
+    def changed(self) -> tuple[RowTrend, ...]:
+        """Rows whose status changed in the window, the latest change first."""
+        found = [row for row in self.rows if row.change is not None]
+        return tuple(sorted(found, key=lambda row: -row.change.index if row.change else 0))
 
     @property
     def flipped(self) -> tuple[RowTrend, ...]:
@@ -186,6 +239,7 @@ class Since:
     fixed:        rows that failed before and pass now.
     still_failing: rows that failed before and fail now.
     cost_before, cost_after: the first cost metric's totals (None when a side has none).
+    ages:         the age of every row failing now (``failure_ages``), in the run's order.
     """
 
     previous: RunPoint
@@ -194,6 +248,11 @@ class Since:
     still_failing: tuple[str, ...]
     cost_before: Cost | None = None
     cost_after: Cost | None = None
+    ages: tuple[Age, ...] = ()
+
+    def age_of(self, row: RowResult) -> Age | None:
+        """The age of a row of the current run (None: it does not fail now)."""
+        return next((age for age in self.ages if (age.file, age.name) == (row.file, row.name)), None)
 
     @property
     def cost_change(self) -> float | None:
@@ -244,8 +303,9 @@ def _failing(row: RowResult | None) -> bool:
 # --- since the previous run ---------------------------------------------------------------
 
 
-def since_previous(previous: RunResult, current: RunResult) -> Since:
-    """What changed from ``previous`` to ``current`` (module docstring)."""
+def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[RunResult] = ()) -> Since:
+    """What changed from ``previous`` to ``current`` (module docstring); ``earlier`` are the runs of the suite
+    before ``previous``, newest first, read as far as the failures' ages need."""
     before = {_key(row): row for row in previous.rows}
     new: list[str] = []
     fixed: list[str] = []
@@ -266,36 +326,82 @@ def since_previous(previous: RunResult, current: RunResult) -> Since:
         still_failing=tuple(still),
         cost_before=before_cost if after is not None else previous_point.cost,
         cost_after=after,
+        ages=failure_ages(current, _chained(previous, earlier)),
     )
+
+
+def _chained(first: RunResult, rest: Iterable[RunResult]) -> Iterable[RunResult]:
+    yield first
+    yield from rest
+
+
+def failure_ages(current: RunResult, earlier: Iterable[RunResult], limit: int = MAX_AGE_RUNS) -> tuple[Age, ...]:
+    """The age of every row failing in ``current`` (module docstring): ``earlier`` are the suite's runs before
+    it, newest first, read lazily and no further than every streak's start or ``limit`` runs."""
+    open_rows = {_key(row): [current] for row in current.rows if _failing(row)}
+    streaks = dict(open_rows)
+    read = 0
+    for run in earlier:
+        if not open_rows or read >= limit:
+            break
+        read += 1
+        rows = {_key(row): row for row in run.rows}
+        for key in list(open_rows):
+            if _failing(rows.get(key)):
+                open_rows[key].append(run)
+            else:
+                del open_rows[key]
+    ages = []
+    for key, streak in streaks.items():
+        reached_limit = key in open_rows and read >= limit
+        ages.append(Age(key[0], key[1], run_point(streak[-1]), len(streak), at_least=reached_limit))
+    return tuple(ages)
 
 
 # --- across runs --------------------------------------------------------------------------
 
 
-def trends(runs: Sequence[RunResult]) -> Trends:
-    """The trends of ``runs`` (oldest first): every row any of them ran, flipped rows first."""
+def trends(runs: Sequence[RunResult], complete: bool = True) -> Trends:
+    """The trends of ``runs`` (oldest first): every row any of them ran, rows failing now first, then flipped
+    and changed rows; ``complete``: no earlier run of the suite exists (else an age reaching the oldest run
+    may be older)."""
     keys: dict[RowKey, None] = {}
     indexed = []
     for run in runs:
         rows = {_key(row): row for row in run.rows}
         indexed.append(rows)
         keys.update(dict.fromkeys(rows))
-    found = [_row_trend(key, [rows.get(key) for rows in indexed]) for key in keys]
+    points = tuple(run_point(run) for run in runs)
+    ages = _window_ages(runs, points, complete)
+    found = [_row_trend(key, [rows.get(key) for rows in indexed], ages.get(key)) for key in keys]
     order = {key: index for index, key in enumerate(keys)}
 
-    def rank(trend: RowTrend) -> tuple[int, int, int, int]:
+    def rank(trend: RowTrend) -> tuple[int, int, int, int, int]:
         failing_now = trend.latest in _FAILING
         return (
-            0 if trend.flip is not None else 1,
             0 if failing_now else 1,
+            0 if trend.flip is not None else 1,
+            0 if trend.change is not None else 1,
             -trend.flaky_runs,
             order[(trend.file, trend.name)],
         )
 
-    return Trends(tuple(run_point(run) for run in runs), tuple(sorted(found, key=rank)))
+    return Trends(points, tuple(sorted(found, key=rank)))
 
 
-def _row_trend(key: RowKey, rows: Sequence[RowResult | None]) -> RowTrend:
+def _window_ages(runs: Sequence[RunResult], points: Sequence[RunPoint], complete: bool) -> dict[RowKey, Age]:
+    """The ages of the newest run's failures within the window, numbered by run (1: the oldest)."""
+    if not runs:
+        return {}
+    limit = len(runs) - 1 if not complete else MAX_AGE_RUNS
+    found = {}
+    for age in failure_ages(runs[-1], reversed(runs[:-1]), limit):
+        number = next(index for index, point in enumerate(points, 1) if point.run_id == age.since.run_id)
+        found[(age.file, age.name)] = Age(age.file, age.name, age.since, age.runs, number, age.at_least)
+    return found
+
+
+def _row_trend(key: RowKey, rows: Sequence[RowResult | None], age: Age | None = None) -> RowTrend:
     statuses = tuple(row.status if row is not None else None for row in rows)
     flaky = tuple(
         row is not None and row.stochastic is not None and row.stochastic.row_class == "flaky" for row in rows
@@ -312,7 +418,16 @@ def _row_trend(key: RowKey, rows: Sequence[RowResult | None]) -> RowTrend:
         first = next(s for s in summaries if s is not None)
         values = tuple(s.value if s is not None else None for s in summaries)
         metrics.append(MetricTrend(name, first.unit, first.direction, values, find_step(values)))
-    return RowTrend(key[0], key[1], statuses, flaky, flip, flips, tuple(metrics))
+    return RowTrend(key[0], key[1], statuses, flaky, flip, flips, tuple(metrics), age, _last_change(statuses))
+
+
+def _last_change(statuses: Sequence[Status | None]) -> Change | None:
+    """The last change of status between two runs the row ran in."""
+    ran = [(index, status) for index, status in enumerate(statuses) if status is not None]
+    for (_, before), (index, after) in reversed(list(zip(ran, ran[1:], strict=False))):
+        if before != after:
+            return Change(index, before, after)
+    return None
 
 
 def find_step(values: Sequence[float | None]) -> Step | None:

@@ -12,7 +12,7 @@ selected ones is named in ``History.notes``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +66,7 @@ class History:
     suite: Suite
     runs: tuple[RunResult, ...]
     notes: tuple[str, ...] = ()
+    complete: bool = True  # fewer runs than asked for were found: none of the suite is older
 
 
 def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LAST) -> History:
@@ -97,13 +98,19 @@ def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LA
         raise RunFileError(f"{store.root}/runs", "no saved run", role=None)
     oldest = found[-1].run_id
     kept = [note for note in notes if note.split(":", 1)[0] >= oldest]  # only those among the window's runs
-    return History(suite, tuple(reversed(found)), tuple(reversed(kept)))
+    return History(suite, tuple(reversed(found)), tuple(reversed(kept)), complete=len(found) < last)
 
 
 def previous_run(store: Store, run: RunResult) -> RunResult | None:
     """The newest run under ``store`` that started before ``run`` (run ids sort by start) with the same
     suite; None when there is none. Unreadable runs are passed over (the run's own report is no place
     to fail for another run's file)."""
+    return next(earlier_runs(store, run), None)
+
+
+def earlier_runs(store: Store, run: RunResult) -> Iterator[RunResult]:
+    """The runs under ``store`` of ``run``'s suite that started before it, newest first, read one by one as
+    they are asked for; unreadable ones are passed over, as ``previous_run`` does."""
     suite = suite_of(run)
     for path in store.runs():
         if path.parent.name >= run.run_id or not path.exists():
@@ -115,10 +122,9 @@ def previous_run(store: Store, run: RunResult) -> RunResult | None:
         label, files = _identity(document)
         if suite.matches(label, files):
             try:
-                return _decoded(path, document)
+                yield _decoded(path, document)
             except RunFileError:
                 continue
-    return None
 
 
 def _selector(text: str) -> Suite:

@@ -34,7 +34,7 @@ from fixtures_core.reports.html_suite import (
     ship_decisions,
     shipped_scores,
 )
-from fixtures_core.reports.trends import since_lines
+from fixtures_core.reports.trends import age_text, since_lines
 from fixtures_core.results import MetricSummary, Outcome, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
 from fixtures_core.verdicts.run import failures
@@ -228,7 +228,9 @@ def _failed_section(run: RunResult, anchors: dict[str, str], context: Context) -
 def _why(run: RunResult, row: RowResult, context: Context, regressed: Sequence[str] = ()) -> str:
     """Every reason the row did not pass, then the first failing sample's output excerpt and evidence links."""
     reasons = [describe.row_reason(row), *regressed, f"sampling: {row.sampling}" if row.sampling else None]
-    parts = [escape("; ".join(r for r in reasons if r))]
+    age = context.since.age_of(row) if context.since is not None else None
+    dated = f'<span class="age{" new" if age.new else ""}">{escape(age_text(age))}</span> · ' if age is not None else ""
+    parts = [dated + escape("; ".join(r for r in reasons if r))]
     if row.status in ("FAIL", "ERR"):
         parts.append(_row_links(run, row, context))
         told = describe.failure(row)

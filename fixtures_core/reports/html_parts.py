@@ -54,7 +54,8 @@ code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;displa
  cursor:pointer}.filters button.on{background:#424242;color:#fff}table.rows th{cursor:pointer}
 .ship-gate-verdict .badge{font-size:16px;padding:3px 12px}
 .since{border-left:4px solid #5c6bc0;background:#f5f7ff;padding:4px 12px;margin:8px 0}.since p{margin:2px 0}
-p.facts{font-size:12px}
+p.facts{font-size:12px}.since p.muted{font-size:13px}span.age{font-weight:600}
+h2#failed{margin-top:14px}table.failed td{padding:2px 10px}
 table.heat td.cell{text-align:center;min-width:38px;padding:2px 4px;font-size:12px;border:1px solid #fff}
 table.heat td.cell a{color:inherit;text-decoration:none;display:block}table.heat th{font-size:12px}
 pre.excerpt{max-height:7.5em;margin:4px 0 0;font-size:12px;padding:4px 6px}

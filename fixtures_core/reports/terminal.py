@@ -14,33 +14,39 @@ from rich.table import Table
 from rich.text import Text
 
 from fixtures_core.analysis.baseline import Comparison
+from fixtures_core.analysis.trends import Age, Since
 from fixtures_core.errors import RunFileError
 from fixtures_core.records.lock import holder
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.reports import describe, shipgate, status_words
 from fixtures_core.reports.comparison import text_lines
+from fixtures_core.reports.trends import age_text
 from fixtures_core.text import visible
 
 _ERR = status_words.status("ERR").style  # what could not be read or finished
 
 
-def render(run: RunResult, console: Console, before_verdict: Callable[[], None] | None = None) -> None:
+def render(
+    run: RunResult, console: Console, before_verdict: Callable[[], None] | None = None, since: Since | None = None
+) -> None:
     """Print the whole terminal report of a run: its body, then the verdict line, which ends it
-    (``before_verdict`` prints what goes just before it, such as ``run --bless``'s line)."""
-    render_body(run, console)
+    (``before_verdict`` prints what goes just before it, such as ``run --bless``'s line); ``since`` (the
+    previous run of its suite) dates each failure."""
+    render_body(run, console, since)
     if before_verdict is not None:
         before_verdict()
     console.print(verdict_line(run))
 
 
-def render_body(run: RunResult, console: Console) -> None:
-    """Print the report of a run up to its verdict line (tables, failures, suites, the comparison)."""
+def render_body(run: RunResult, console: Console, since: Since | None = None) -> None:
+    """Print the report of a run up to its verdict line (tables, failures with their age when ``since`` gives
+    it, suites, the comparison)."""
     console.print(rows_table(run))
     metrics = metrics_table(run)
     if metrics is not None:
         console.print(metrics)
     for failure in describe.failures(run):
-        render_failure(failure, console)
+        render_failure(failure, console, since.age_of(failure.row) if since is not None else None)
     for row in describe.skipped(run):
         told = f"\nSKIP {row.name}  ({row.file}:{row.line}): {describe.row_reason(row)}"
         console.print(Text(visible(told), style=status_words.status("SKIP").style))
@@ -97,12 +103,14 @@ def metrics_table(run: RunResult) -> Table | None:
     return table
 
 
-def render_failure(failure: describe.Failure, console: Console) -> None:
-    """Why a row failed: the expression, failing sample indices, an output excerpt."""
+def render_failure(failure: describe.Failure, console: Console, age: Age | None = None) -> None:
+    """Why a row failed: how long it has (``age``), the expression, failing sample indices, an output excerpt."""
     row = failure.row
     look = status_words.row(row)
     heading = visible(f"\n{look.word} {row.name}  ({failure.where})")
     console.print(Text(heading, style=look.style + " bold"))
+    if age is not None:
+        console.print(f"  {visible(age_text(age))}", markup=False, soft_wrap=True)
     if failure.error:
         console.print(f"  {visible(failure.error)}", markup=False)
     if failure.expression:

@@ -14,8 +14,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fixtures_core.analysis.trends import Cost, MetricTrend, RowTrend, RunPoint, Since, Step, Trends, since_previous
-from fixtures_core.records.history import History, previous_run
+from fixtures_core.analysis.trends import (
+    Age,
+    Cost,
+    MetricTrend,
+    RowTrend,
+    RunPoint,
+    Since,
+    Step,
+    Trends,
+    since_previous,
+)
+from fixtures_core.records.history import History, earlier_runs
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
 from fixtures_core.reports import status_words
@@ -53,8 +63,9 @@ def run_facts(point: RunPoint) -> str:
 
 def since_of(run: RunResult, state: Path) -> Since | None:
     """The run against the previous run of its suite in the state folder ``state`` (None: it has none)."""
-    previous = previous_run(Store(state), run)
-    return since_previous(previous, run) if previous is not None else None
+    earlier = earlier_runs(Store(state), run)
+    previous = next(earlier, None)
+    return since_previous(previous, run, earlier) if previous is not None else None
 
 
 def since_of_document(run: RunResult, document: str | Path) -> Since | None:
@@ -79,15 +90,42 @@ def since_headline(since: Since) -> str:
     return "since the previous run: " + ", ".join(parts)
 
 
+def age_text(age: Age) -> str:
+    """``new tonight``, or ``failing since run 11 (ID, 2026-12-11, commit 0123456789ab), 4 runs`` (the run's
+    number when the runs shown are numbered, else its id)."""
+    if age.new:
+        return "new tonight"
+    point = age.since
+    facts = [point.started_at[:10], *([f"commit {point.commit[:12]}"] if point.commit else [])]
+    where = f"{age.number} ({point.run_id}, " if age.number is not None else f"{point.run_id} ("
+    since = f"failing since run {where}{', '.join(facts)})"
+    if age.at_least:
+        return f"{since} or before, {age.runs} runs or more"
+    return f"{since}, {counted(age.runs, 'run')}"
+
+
+def aged(name: str, age: Age | None) -> str:
+    """``'row' failing since run ...`` (the name alone without an age)."""
+    return f"'{name}' {age_text(age)}" if age is not None else f"'{name}'"
+
+
 def since_lines(since: Since) -> list[str]:
-    """The headline, then which rows changed and the run compared with."""
+    """The headline, then which rows changed (each failing one with its age) and the run compared with."""
     lines = [since_headline(since)]
+    ages = {age.name: age for age in since.ages}
     if since.new_failures:
-        lines.append("new failures: " + listed([f"'{name}'" for name in since.new_failures], 20))
+        lines.append("new failures: " + listed([f"'{name}'" for name in since.new_failures], 20) + ", all new tonight")
+    if since.still_failing:
+        lines.append("still failing: " + "; ".join(_listed_ages(since.still_failing, ages)))
     if since.fixed:
         lines.append("fixed: " + listed([f"'{name}'" for name in since.fixed], 20))
     lines.append(f"previous run: {run_facts(since.previous)}")
     return lines
+
+
+def _listed_ages(names: Sequence[str], ages: dict[str, Age], shown: int = 20) -> list[str]:
+    told = [aged(name, ages.get(name)) for name in names[:shown]]
+    return told + ([f"and {len(names) - shown} more"] if len(names) > shown else [])
 
 
 def spark(values: Sequence[float | None]) -> str:
@@ -134,9 +172,57 @@ def flip_text(row: RowTrend) -> str:
     return "" if row.flip is None else f"{row.flip[0]} -> {row.flip[1]} since the previous run"
 
 
+def change_text(row: RowTrend, runs: Sequence[RunPoint]) -> str:
+    """``FAIL -> PASS at run 9 (ID)``: the row's last change in the window, when it is older than the previous
+    run ('' otherwise: ``flip_text`` says that one)."""
+    change = row.change
+    if change is None or change.index == len(runs) - 1:
+        return ""
+    return f"{change.before} -> {change.after} at run {change.index + 1} ({runs[change.index].run_id})"
+
+
+def row_notes(row: RowTrend, runs: Sequence[RunPoint]) -> list[str]:
+    """What a row's "what changed" cell says: its age when it fails now, its last change, flip, flakiness."""
+    age = age_text(row.age) if row.age is not None else ""
+    return [note for note in (age, change_text(row, runs), flip_text(row), flaky_text(row)) if note]
+
+
+def newest_text(trends: Trends) -> str:
+    """``newest run (14 of 14): FAIL, 1 of 4 rows failing: ID (label 'nightly', ...)``."""
+    runs = trends.runs
+    if not runs:
+        return "no run"
+    latest = runs[-1]
+    ran = sum(row.latest is not None for row in trends.rows)
+    failing = len(trends.failing)
+    return (
+        f"newest run ({len(runs)} of {len(runs)}): {latest.verdict}, {failing} of {counted(ran, 'row')} failing: "
+        f"{run_facts(latest)}"
+    )
+
+
 def headline(trends: Trends) -> list[str]:
-    """What changed, first: flips, flaky rows, metric steps, cost."""
-    lines = []
+    """What changed, first: the newest run's verdict, the rows failing now with their age (the oldest break
+    first), the rows that changed in the window, flips, flaky rows, metric steps, cost."""
+    runs = trends.runs
+    lines = [newest_text(trends)]
+    failing = trends.failing
+    if failing:
+        lines.append(
+            "failing now, the oldest break first: "
+            + "; ".join(aged(row.name, row.age) for row in failing[:10])
+            + (f"; and {len(failing) - 10} more" if len(failing) > 10 else "")
+        )
+    changed = trends.changed
+    window = f"the last {counted(len(runs), 'run')}"
+    if changed:
+        lines.append(
+            f"{counted(len(changed), 'row')} changed in {window}: "
+            + listed([f"'{row.name}' {row.change.before} -> {row.change.after} at run {row.change.index + 1}"
+                      for row in changed if row.change], 10)
+        )  # fmt: skip
+    else:
+        lines.append(f"no row changed status in {window}")
     flipped = trends.flipped
     if flipped:
         lines.append(
@@ -187,7 +273,7 @@ def render(history: History, trends: Trends, console: Console) -> None:
         strip = Text()
         for status, flaky in zip(row.statuses, row.flaky, strict=True):
             strip.append(_cell(status, flaky), style=_style(status) or "dim")
-        notes = "; ".join(filter(None, [flip_text(row), flaky_text(row)]))
+        notes = "; ".join(row_notes(row, runs))
         sparks = "  ".join(f"{m.name} {spark(m.values)}" for m in row.metrics)
         rows.add_row(visible(row.name), visible(row.file), strip, visible(notes), visible(sparks))
     console.print(rows)

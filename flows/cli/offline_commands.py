@@ -21,6 +21,7 @@ from fixtures_core.reports.heatmap import pivots_of
 from fixtures_core.reports.html_trends import trends_html
 from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.trends import render as render_trends
+from fixtures_core.reports.trends import since_of
 from fixtures_core.text import counted
 from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SUMMARY_HELP
 from flows.cli.session import Exit, err, out
@@ -88,7 +89,8 @@ def show_command(
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
 ) -> None:
     """Print a saved run's report, as the run printed it."""
-    terminal.render(load_run(Store(Path(out_dir)).resolve_run(run_ref)), out)
+    run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
+    terminal.render(run, out, since=since_of(run, Path(out_dir)))
 
 
 def report_command(
@@ -138,7 +140,7 @@ def trends_command(
     if html is not None:
         check_writable("--html", Path(html))
     history = suite_runs(Store(Path(out_dir)), suite, last)
-    found = trends(history.runs)
+    found = trends(history.runs, history.complete)
     render_trends(history, found, out)
     if html is not None:
         try:

@@ -87,14 +87,14 @@ metrics:
 """
 
 
-def night(folder: Path, index: int, nights: int = 14) -> None:
-    """What each row prints on night ``index`` (0-based), per sample: breaks fails on the last night only;
-    wobbly's second sample fails on nights 3, 6, 9 and 11; slower takes 1500 ms instead of 1000 from
-    night 9 (run 10) and costs 0.02 instead of 0.01."""
+def night(folder: Path, index: int, nights: int = 14, breaks_from: int | None = None) -> None:
+    """What each row prints on night ``index`` (0-based), per sample: breaks fails on the last night only
+    (from night ``breaks_from`` on, when given); wobbly's second sample fails on nights 3, 6, 9 and 11; slower
+    takes 1500 ms instead of 1000 from night 9 (run 10) and costs 0.02 instead of 0.01."""
     for sample in range(3):
         outputs = {
             "steady": (True, 100 + index % 3, 0.01),
-            "breaks": (index < nights - 1, 200, 0.01),
+            "breaks": (index < (nights - 1 if breaks_from is None else breaks_from), 200, 0.01),
             "wobbly": (not (index in (3, 6, 9, 11) and sample == 1), 300, 0.01),
             "slower": (True, 1000 if index < 9 else 1500, 0.01 if index < 9 else 0.02),
         }
@@ -120,6 +120,9 @@ def test_trends_of_14_nights_name_the_flip_the_flaky_row_and_the_step(
     lines = done.stdout.splitlines()
     assert "1 row flipped since the previous run: 'breaks' PASS -> FAIL" in lines
     assert "'wobbly': flaky in 4 of the last 14 runs" in lines
+    assert lines.index("failing now, the oldest break first: 'breaks' new tonight") < lines.index(
+        "1 row flipped since the previous run: 'breaks' PASS -> FAIL"
+    )
     assert f"'slower' latency_ms: 1,000 -> 1,500 ms (+50.0%) from run 10 ({ids[9]}) (worse)" in lines
     assert all(run_id in done.stdout for run_id in ids)  # whole ids, to paste into `assay show`
 
@@ -133,6 +136,8 @@ def test_trends_of_14_nights_name_the_flip_the_flaky_row_and_the_step(
             "strip": f"[...{rows}[0].querySelectorAll('svg.strip rect.run')].map(r => r.dataset.status)",
             "flaky": f"{rows}.map(r => r.querySelector('td.changed .flaky').textContent)",
             "flip": f"{rows}[0].querySelector('td.changed .flip').textContent",
+            "age": f"{rows}[0].querySelector('td.changed .age').textContent",
+            "newest": "document.getElementById('newest').innerText",
             "files": f"[...new Set({rows}.map(r => r.dataset.file))]",
             "steps": "[...document.querySelectorAll('.metric-trend[data-step]')]"
             ".map(m => [m.closest('tr').dataset.row, m.dataset.metric, m.dataset.step])",
@@ -152,6 +157,8 @@ def test_trends_of_14_nights_name_the_flip_the_flaky_row_and_the_step(
     assert values["rows"][0] == "breaks" and values["flipped"] == ["breaks"]  # the flip first
     assert values["strip"] == ["PASS"] * 13 + ["FAIL"]
     assert values["flip"] == "PASS → FAIL since the previous run" and values["files"] == ["nightly.md"]
+    assert values["age"] == "new tonight"
+    assert values["newest"].startswith(f"FAIL newest run (14 of 14): FAIL, 1 of 4 rows failing: {ids[-1]} ")
     assert "flaky in 4 of the last 14 runs" in values["flaky"]
     # latency and cost both stepped at run 10 (night 9); no other series did
     assert sorted(values["steps"]) == [["slower", "cost_usd", "10"], ["slower", "latency_ms", "10"]]
@@ -162,6 +169,52 @@ def test_trends_of_14_nights_name_the_flip_the_flaky_row_and_the_step(
     assert 0 < values["changed_bottom"] < values["screen"]  # what changed, before any scrolling
     ink, red, green = colours(screenshot)
     assert ink > 0.03 and red > 150 and green > 1000  # the strips: 55 green runs, 5 red
+
+
+def test_trends_lead_with_a_row_that_broke_four_nights_ago(
+    browser: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 nights; breaks fails from night 4 on (runs 5..8): nothing flipped last night, and the page still
+    opens with the verdict and the broken row, dated."""
+    (tmp_path / "nightly.md").write_text(NIGHTLY)
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / ".assay"
+    ids = []
+    for index in range(8):
+        night(tmp_path, index, nights=8, breaks_from=4)
+        ids.append(run_in_process(tmp_path / "nightly.md", state, label="nightly").run_id)
+
+    page = tmp_path / "trends.html"
+    done = run_cli(["trends", "--html", str(page), "--out", str(state)], tmp_path, WIDE)
+    assert done.returncode == 0, done.stderr
+    age = f"failing since run 5 ({ids[4]}, {ids[4][:4]}-{ids[4][4:6]}-{ids[4][6:8]}), 4 runs"
+    assert f"failing now, the oldest break first: 'breaks' {age}" in done.stdout.splitlines()
+
+    screenshot = tmp_path / "trends-broke-4-nights-ago.png"
+    rows = "[...document.querySelectorAll('tr.trend')]"
+    loaded = browser.load(
+        page.as_uri(),
+        {
+            "rows": f"{rows}.map(r => r.dataset.row)",
+            "age": f"{rows}[0].querySelector('td.changed .age').textContent",
+            "changed": "[...document.querySelectorAll('#changed li')].map(li => li.innerText)",
+            "newest": "document.getElementById('newest').innerText",
+            "changed_bottom": below_the_fold("#changed"),
+            "first_row_bottom": below_the_fold("tr.trend"),
+            "screen": SCREEN,
+        },
+        screenshot,
+        full_page=False,
+    )
+    keep(screenshot)
+    values = loaded.values
+    assert loaded.errors == []
+    assert values["newest"].startswith("FAIL newest run (8 of 8): FAIL, 1 of 4 rows failing")
+    assert values["changed"][0] == f"failing now, the oldest break first: 'breaks' {age}"
+    assert values["changed"][1].startswith("2 rows changed in the last 8 runs: ")
+    assert "'breaks' PASS -> FAIL at run 5" in values["changed"][1]
+    assert values["rows"][0] == "breaks" and values["age"] == age
+    assert 0 < values["changed_bottom"] < values["first_row_bottom"] < values["screen"]
 
 
 # --- a 100-row provider x model matrix, its second night --------------------------------------------
