@@ -250,7 +250,8 @@ def render(history: History, trends: Trends, console: Console) -> None:
     )
     table = Table(title="runs (oldest first)", title_justify="left")
     for name in ("#", "run", "label", "started", "commit", "verdict", "cost"):
-        table.add_column(name, justify="right" if name == "#" else "left", no_wrap=name == "run")
+        widest = max((len(point.run_id) for point in runs), default=0) if name == "run" else None
+        table.add_column(name, justify="right" if name == "#" else "left", no_wrap=name == "run", min_width=widest)
     for index, point in enumerate(runs, 1):
         cost = point.cost
         table.add_row(

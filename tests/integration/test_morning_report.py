@@ -184,11 +184,31 @@ def test_trends_lead_with_a_row_that_broke_four_nights_ago(
         night(tmp_path, index, nights=8, breaks_from=4)
         ids.append(run_in_process(tmp_path / "nightly.md", state, label="nightly").run_id)
 
-    page = tmp_path / "trends.html"
-    done = run_cli(["trends", "--html", str(page), "--out", str(state)], tmp_path, WIDE)
+    page, document = tmp_path / "trends.html", tmp_path / "trends.json"
+    done = run_cli(["trends", "--html", str(page), "--json", str(document), "--out", str(state)], tmp_path, WIDE)
     assert done.returncode == 0, done.stderr
     age = f"failing since run 5 ({ids[4]}, {ids[4][:4]}-{ids[4][4:6]}-{ids[4][6:8]}), 4 runs"
     assert f"failing now, the oldest break first: 'breaks' {age}" in done.stdout.splitlines()
+
+    # The same answer for a program: assay trends --json.
+    told = json.loads(document.read_text())
+    assert told["schema"] == "assay.trends/v1" and told["suite"] == "label 'nightly'"
+    assert told["newest"] == {"run_id": ids[-1], "verdict": "FAIL", "rows": 4, "failing": 1}
+    assert [run["run_id"] for run in told["runs"]] == ids
+    breaks = told["rows"][0]
+    assert breaks["name"] == "breaks" and breaks["statuses"] == ["PASS"] * 4 + ["FAIL"] * 4
+    assert breaks["age"]["text"] == age and breaks["age"]["runs"] == 4
+    assert breaks["age"]["since"]["run"] == 5 and breaks["age"]["since"]["run_id"] == ids[4]
+    assert breaks["change"] == {"run": 5, "before": "PASS", "after": "FAIL"} and breaks["flip"] is None
+    wobbly = next(row for row in told["rows"] if row["name"] == "wobbly")
+    assert wobbly["flaky_runs"] == 2 and wobbly["flip"] == {"before": "FAIL", "after": "PASS"}
+    assert told["cost"] == [{"metric": "cost_usd", "unit": "usd", "total": pytest.approx(0.96), "samples": 96}]
+
+    # history in a pipe 80 columns wide keeps every run id whole.
+    listed = run_cli(["history", "--out", str(state)], tmp_path, {"COLUMNS": "80"})
+    assert listed.returncode == 0, listed.stderr
+    assert all(len(line) <= 80 for line in listed.stdout.splitlines())
+    assert set(ids) <= set(listed.stdout.split())
 
     screenshot = tmp_path / "trends-broke-4-nights-ago.png"
     rows = "[...document.querySelectorAll('tr.trend')]"
