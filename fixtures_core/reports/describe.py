@@ -63,12 +63,19 @@ def passed_cell(row: RowResult) -> str:
         return NOT_RUN
     passed = sum(s.passed for s in row.samples)
     if row.sampled is not None and row.sampled.extra:  # the run's sample budget gave it more than its max
-        return f"{passed}/{len(row.samples)} (max {row.repeat}, +{row.sampled.extra} extra)"
+        return f"{passed}/{len(row.samples)} ({budgeted_samples(row, row.sampled.extra)})"
     if row.sampling is not None:  # adaptive: n is what it took, repeat its maximum
         return f"{passed}/{len(row.samples)} (max {row.repeat})"
     return (
         f"{passed}/{row.repeat}" if len(row.samples) == row.repeat else f"{passed}/{len(row.samples)} of {row.repeat}"
     )
+
+
+def budgeted_samples(row: RowResult, extra: int) -> str:
+    """``49 samples: 19 of its max 20, then 30 from the budget``: figures a reader can add up (the budget's
+    samples are counted from the row's own stop point, which may come before its max: a curtailed row)."""
+    taken = len(row.samples)
+    return f"{taken} samples: {taken - extra} of its max {row.repeat}, then {extra} from the budget"
 
 
 def passed_phrase(row: RowResult, passed: str = "passed") -> str:
