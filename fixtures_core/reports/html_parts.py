@@ -58,6 +58,7 @@ p.facts{font-size:12px}.since p.muted{font-size:13px}span.age{font-weight:600}
 h2#failed{margin-top:14px}table.failed td{padding:2px 10px}
 table.heat td.cell{text-align:center;min-width:38px;padding:2px 4px;font-size:12px;border:1px solid #fff}
 table.heat td.cell a{color:inherit;text-decoration:none;display:block}table.heat th{font-size:12px}
+.heat-legend{font-size:12px;margin:2px 0}.heat-legend .key{padding:0 6px;margin:0 4px;color:#212121}
 pre.excerpt{max-height:7.5em;margin:4px 0 0;font-size:12px;padding:4px 6px}
 tr.group-head td{background:#f3f3f3;font-weight:600}tbody.collapsed tr.row.passing{display:none}
 tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;cursor:pointer}
