@@ -33,6 +33,15 @@ Rules (README, "Trends: what changed since last night"):
   it may be older (``Age.at_least``).
 * **A change in the window**: a row's last status change between two runs
   it ran in, among the runs read (``RowTrend.change``).
+* **A metric's move since the previous run**: a row's aggregate of a metric
+  moved when it differs from the previous run's by more than
+  ``STEP_FRACTION`` of the earlier value and by more than ``STEP_NOISE``
+  times the noise (the larger of the two runs' mean absolute deviations of
+  the row's samples from their median): the step rule, on two runs; or when
+  the metric passed its threshold then and fails it now. Moves are grouped
+  by metric and direction, and named by a row property every moved row of
+  the group shares (the one that fits the fewest rows of the run:
+  ``provider=anthropic``), when there is one.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fixtures_core.results import RowResult, Status
+from fixtures_core.results import MetricSummary, RowResult, Status
 
 if TYPE_CHECKING:  # rundoc's RunResult is what trends read; records come after analysis
     from fixtures_core.records.rundoc import RunResult
@@ -232,6 +241,25 @@ class Trends:
 
 
 @dataclass(frozen=True)
+class MetricMove:
+    """A metric that moved since the previous run on some rows, the same way (module docstring).
+
+    rows:    the moved rows' names; changes: each one's ``(now - then) / |then|`` (None where then was 0).
+    worse:   the move went the wrong way for the metric's direction (None: it has none).
+    shared:  ``(property, value)`` every moved row has, when some does; ``of``: the run's rows with it.
+    """
+
+    metric: str
+    unit: str
+    up: bool
+    worse: bool | None
+    rows: tuple[str, ...]
+    changes: tuple[float | None, ...]
+    shared: tuple[str, str] | None = None
+    of: int = 0
+
+
+@dataclass(frozen=True)
 class Since:
     """The current run against the previous run of its suite.
 
@@ -240,6 +268,7 @@ class Since:
     still_failing: rows that failed before and fail now.
     cost_before, cost_after: the first cost metric's totals (None when a side has none).
     ages:         the age of every row failing now (``failure_ages``), in the run's order.
+    moves:        the metrics that moved since then (``metric_moves``), the most rows first.
     """
 
     previous: RunPoint
@@ -249,6 +278,7 @@ class Since:
     cost_before: Cost | None = None
     cost_after: Cost | None = None
     ages: tuple[Age, ...] = ()
+    moves: tuple[MetricMove, ...] = ()
 
     def age_of(self, row: RowResult) -> Age | None:
         """The age of a row of the current run (None: it does not fail now)."""
@@ -327,7 +357,64 @@ def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[Ru
         cost_before=before_cost if after is not None else previous_point.cost,
         cost_after=after,
         ages=failure_ages(current, _chained(previous, earlier)),
+        moves=metric_moves(previous, current),
     )
+
+
+def metric_moves(previous: RunResult, current: RunResult) -> tuple[MetricMove, ...]:
+    """The metrics that moved from ``previous`` to ``current`` (module docstring), grouped."""
+    before = {_key(row): row for row in previous.rows}
+    groups: dict[tuple[str, bool], list[tuple[RowResult, float | None]]] = {}
+    for row in current.rows:
+        then = before.get(_key(row))
+        if then is None:
+            continue
+        for name, now in row.metrics.items():
+            was = then.metrics.get(name)
+            if was is None or was.value is None or now.value is None or not _moved(was, now):
+                continue
+            change = (now.value - was.value) / abs(was.value) if was.value else None
+            groups.setdefault((name, now.value > was.value), []).append((row, change))
+    moves = []
+    for (name, up), found in groups.items():
+        first = found[0][0].metrics[name]
+        worse = None if first.direction not in ("lower", "higher") else up == (first.direction == "lower")
+        shared, of = _shared_property([row for row, _change in found], current.rows)
+        moves.append(
+            MetricMove(
+                name, first.unit, up, worse, tuple(row.name for row, _ in found), tuple(c for _, c in found), shared, of
+            )
+        )
+    return tuple(sorted(moves, key=lambda move: (-len(move.rows), move.metric)))
+
+
+def _moved(was: MetricSummary, now: MetricSummary) -> bool:
+    """The step rule on two runs, or a threshold passed then and failed now."""
+    assert was.value is not None and now.value is not None
+    if was.status == "pass" and now.status == "fail":
+        return True
+    noise = max(_mean_deviation(was.values), _mean_deviation(now.values))
+    difference = abs(now.value - was.value)
+    return difference > STEP_FRACTION * abs(was.value) and difference > STEP_NOISE * noise
+
+
+def _mean_deviation(values: Sequence[float]) -> float:
+    finite = [value for value in values if math.isfinite(value)]
+    return _spread(finite) / len(finite) if finite else 0.0
+
+
+def _shared_property(rows: Sequence[RowResult], everyone: Sequence[RowResult]) -> tuple[tuple[str, str] | None, int]:
+    """The ``(property, value)`` all ``rows`` share that the fewest of ``everyone`` have, and how many do."""
+    common = {(k, str(v)) for k, v in rows[0].properties.items() if v not in (None, "")}
+    for row in rows[1:]:
+        common &= {(k, str(v)) for k, v in row.properties.items()}
+    if not common:
+        return None, 0
+    counts = {pair: sum(str(r.properties.get(pair[0])) == pair[1] for r in everyone) for pair in common}
+    best = min(sorted(counts), key=lambda pair: counts[pair])
+    if counts[best] == len(everyone) and len(rows) < len(everyone):  # every row has it: it names nothing
+        return None, 0
+    return best, counts[best]
 
 
 def _chained(first: RunResult, rest: Iterable[RunResult]) -> Iterable[RunResult]:

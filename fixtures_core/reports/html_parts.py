@@ -61,6 +61,7 @@ table.heat td.cell a{color:inherit;text-decoration:none;display:block}table.heat
 .heat-legend{font-size:12px;margin:2px 0}.heat-legend .key{padding:0 6px;margin:0 4px;color:#212121}
 pre.excerpt{max-height:7.5em;margin:4px 0 0;font-size:12px;padding:4px 6px}
 tr.group-head td{background:#f3f3f3;font-weight:600}tbody.collapsed tr.row.passing{display:none}
+tbody.unchanged.collapsed tr:not(.toggle-row){display:none}.since p.move a{font-size:12px;margin-left:6px}
 tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;cursor:pointer}
 .evidence a{margin-right:10px;white-space:nowrap}svg.strip,svg.spark{display:block}
 .ship{border:2px solid #e0e0e0;border-radius:6px;padding:4px 14px 8px;margin:10px 0}

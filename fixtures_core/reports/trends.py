@@ -7,6 +7,7 @@ shows (HTML, the Markdown summary, the Prefect artifact); ``render`` prints
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from rich.text import Text
 from fixtures_core.analysis.trends import (
     Age,
     Cost,
+    MetricMove,
     MetricTrend,
     RowTrend,
     RunPoint,
@@ -77,10 +79,13 @@ def since_of_document(run: RunResult, document: str | Path) -> Since | None:
 
 
 def since_headline(since: Since) -> str:
-    """``since the previous run: 2 new failures, 1 fixed, cost +12% (4.1 -> 4.59 usd)``."""
+    """``since the previous run: 2 new failures, 1 fixed, 1 metric moved, cost +12% (4.1 -> 4.59 usd)``."""
     parts = [counted(len(since.new_failures), "new failure"), f"{len(since.fixed)} fixed"]
     if since.still_failing:
         parts.append(f"{len(since.still_failing)} still failing")
+    metrics = list(dict.fromkeys(move.metric for move in since.moves))
+    if metrics:
+        parts.append(f"{counted(len(metrics), 'metric')} moved")
     change = since.cost_change
     before, after = since.cost_before, since.cost_after
     if change is not None and before is not None and after is not None:
@@ -109,9 +114,43 @@ def aged(name: str, age: Age | None) -> str:
     return f"'{name}' {age_text(age)}" if age is not None else f"'{name}'"
 
 
-def since_lines(since: Since) -> list[str]:
-    """The headline, then which rows changed (each failing one with its age) and the run compared with."""
-    lines = [since_headline(since)]
+MOVES_SHOWN = 5
+
+
+def move_text(move: MetricMove) -> str:
+    """``latency_ms +35% on 20 rows: provider=anthropic (worse)``: how much (the median change, or its range
+    when the rows moved by different amounts), on which rows, and whether it went the wrong way."""
+    changes = sorted(c for c in move.changes if c is not None)
+    if not changes:
+        much = "up" if move.up else "down"
+    else:
+        low, middle, high = changes[0], statistics.median(changes), changes[-1]
+        much = f"{middle:+.0%}" if high - low <= 0.05 else f"{low:+.0%} to {high:+.0%}"
+    rows = len(move.rows)
+    if move.shared is not None:
+        named = f"{move.shared[0]}={move.shared[1]}"
+        where = (
+            f"on {counted(rows, 'row')}: {named}"
+            if rows == move.of
+            else f"on {rows} of the {move.of} rows with {named}"
+        )
+    else:
+        where = f"on {counted(rows, 'row')}: " + listed([f"'{name}'" for name in move.rows], 5)
+    return f"{move.metric} {much} {where}" + (" (worse)" if move.worse else " (better)" if move.worse is False else "")
+
+
+def move_lines(since: Since) -> list[str]:
+    """``metric moved: latency_ms +35% on 20 rows: provider=anthropic (worse)``, the most rows first."""
+    lines = [f"metric moved: {move_text(move)}" for move in since.moves[:MOVES_SHOWN]]
+    if len(since.moves) > MOVES_SHOWN:
+        lines.append(f"and {len(since.moves) - MOVES_SHOWN} more metric moves (see the metrics)")
+    return lines
+
+
+def since_lines(since: Since, moves: bool = True) -> list[str]:
+    """The headline, the metrics that moved (unless ``moves`` is False: the page links them), then which rows
+    changed (each failing one with its age) and the run compared with."""
+    lines = [since_headline(since), *(move_lines(since) if moves else [])]
     ages = {age.name: age for age in since.ages}
     if since.new_failures:
         lines.append("new failures: " + listed([f"'{name}'" for name in since.new_failures], 20) + ", all new tonight")

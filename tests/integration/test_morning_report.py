@@ -243,8 +243,9 @@ PROVIDERS = ("anthropic", "openai", "google", "mistral", "local")
 MODELS = tuple(f"m{index:02d}" for index in range(20))
 
 
-def big_matrix(folder: Path, failing: set[str], flaky: set[str]) -> Path:
-    """100 rows, provider x model, 2 samples each; ``failing`` rows print ok false, ``flaky`` ones on sample 1."""
+def big_matrix(folder: Path, failing: set[str], flaky: set[str], slower: str = "") -> Path:
+    """100 rows, provider x model, 2 samples each; ``failing`` rows print ok false, ``flaky`` ones on sample 1;
+    the ``slower`` provider's rows take 35% longer."""
     lines = [
         "---", "repeat: 2", "metrics:",
         "  - {name: latency_ms, extract: json.ms, unit: ms, direction: lower}",
@@ -256,7 +257,8 @@ def big_matrix(folder: Path, failing: set[str], flaky: set[str]) -> Path:
             name = f"{provider} {model}"
             for sample in range(2):
                 ok = name not in failing and not (name in flaky and sample == 1)
-                output = {"ok": ok, "ms": 100 + 10 * index, "cost": 0.001 * (index + 1), "model": model}
+                ms = (100 + 10 * index) * (1.35 if provider == slower else 1)
+                output = {"ok": ok, "ms": ms, "cost": 0.001 * (index + 1), "model": model}
                 (folder / f"{provider}-{model}-{sample}.json").write_text(json.dumps(output))
             command = f"sh -c 'cat {provider}-{model}-$ASSAY_SAMPLE.json'"
             lines.append(f'| {name} | {provider} | {model} | `{command}` | `json.ok && json.model == "{model}"` |')
@@ -334,6 +336,56 @@ def test_a_100_row_matrix_answers_what_failed_and_what_changed_on_its_first_scre
     assert clicked.values["folded"] is True
     hash_, row, shown = clicked.values["opened"]
     assert hash_.startswith("#line-") and row == "openai m03" and shown
+
+
+def test_a_100_row_matrix_with_a_baseline_names_what_got_slower_in_its_first_two_screens(
+    browser: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The night after the blessed one: two rows fail (one failed then too), and the 20 anthropic rows take
+    35% longer. The since box names the move, grouped by what the rows share; the comparison table shows
+    what moved and folds the 180-odd unchanged lines."""
+    state = tmp_path / ".assay"
+    fixture = big_matrix(tmp_path, {"google m11"}, set())
+    monkeypatch.chdir(tmp_path)
+    run_in_process(fixture, state, label="big", group_by=("provider,model",))
+    assert run_cli(["bless", "latest", "--out", str(state), "--force"], tmp_path, WIDE).returncode == 0
+    big_matrix(tmp_path, {"google m11", "local m07"}, set(), slower="anthropic")
+
+    page = tmp_path / "big-baseline.html"
+    done = run_cli(
+        ["run", str(fixture), "--engine", "local", "--out", str(state), "--label", "big", "--baseline", "shipped",
+         "--group-by", "provider,model", "--html", str(page)],
+        tmp_path, WIDE,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+
+    screenshot = tmp_path / "matrix-100-rows-baseline-first-screen.png"
+    comparison = "[...document.querySelectorAll('table.comparison tr')].filter(r => r.offsetParent !== null)"
+    loaded = browser.load(
+        page.as_uri(),
+        {
+            "since": "document.getElementById('since').innerText",
+            "move": "document.querySelector('#since p.move a').getAttribute('href')",
+            "failed": "[...document.querySelectorAll('table.failed span.age')].map(s => s.textContent)",
+            "heat_bottom": below_the_fold("table.heat"),
+            "comparison_shown": f"{comparison}.length",
+            "comparison_all": "document.querySelectorAll('table.comparison tr').length",
+            "height": "document.documentElement.scrollHeight",
+            "screen": SCREEN,
+        },
+        screenshot,
+        full_page=False,
+    )
+    keep(screenshot)
+    assert loaded.errors == []
+    values = loaded.values
+    assert "metric moved: latency_ms +35% on 20 rows: provider=anthropic (worse)" in values["since"]
+    assert values["move"] == "#comparison"
+    assert values["failed"][0].startswith("failing since run ") and values["failed"][1] == "new tonight"
+    assert 0 < values["heat_bottom"] < 2 * values["screen"]  # verdict, failures, the move, the heat-map
+    # 2 rates + 100 rows x 2 metrics: the 20 slower rows' latency (and the rates that moved) show
+    assert values["comparison_all"] > 200 and values["comparison_shown"] < 30
+    print(f"page height {values['height']} px, first screen {values['screen']} px")
 
 
 # --- the 9-fixture A/B suite: the ship decision first -------------------------------------------------

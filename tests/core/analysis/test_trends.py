@@ -7,13 +7,14 @@ beside it; the runs are built as run documents would load, without running anyth
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import pytest
 
 from fixtures_core.analysis.finalize import Summary
 from fixtures_core.analysis.trends import MIN_SIDE, failure_ages, find_step, run_costs, since_previous, trends
 from fixtures_core.records.rundoc import FixtureResult, RunResult
-from fixtures_core.reports.trends import age_text, headline, since_lines
+from fixtures_core.reports.trends import age_text, headline, move_text, since_lines
 from fixtures_core.results import Check, MetricSummary, Outcomes, RowResult, SampleResult, Stochastic
 from fixtures_core.verdicts.precedence import worst
 
@@ -254,3 +255,36 @@ def test_since_the_previous_run_names_every_failing_row_with_its_age() -> None:
     )
     ages = {age.name: age_text(age) for age in since.ages}
     assert ages["steady"] == "new tonight"
+
+
+def matrix_night(night: int, slow: set[str], factor: float = 1.35) -> RunResult:
+    """4 providers x 5 models; the ``slow`` providers' latency times ``factor``; openai m1 5% slower."""
+    rows = []
+    for provider in ("anthropic", "openai", "google", "local"):
+        for model in range(5):
+            ms = 100.0 + 10 * model
+            ms *= factor if provider in slow else 1.05 if (provider, model) == ("openai", 1) and night else 1.0
+            made = row(f"{provider} m{model}", 3, metrics={"latency_ms": ms, "cost_usd": 0.01})
+            rows.append(replace(made, properties={"provider": provider, "model": f"m{model}"}))
+    return run(night, rows)
+
+
+def test_metric_moves_since_the_previous_run_are_grouped_by_what_the_rows_share() -> None:
+    since = since_previous(matrix_night(0, set()), matrix_night(1, {"anthropic"}))
+
+    (move,) = since.moves  # openai m1's 5% is under the step rule's 10%; cost did not move
+    assert (move.metric, move.up, move.worse, move.shared, move.of) == (
+        "latency_ms", True, True, ("provider", "anthropic"), 5
+    )  # fmt: skip
+    assert move_text(move) == "latency_ms +35% on 5 rows: provider=anthropic (worse)"
+    assert since_lines(since)[:2] == [
+        "since the previous run: 0 new failures, 0 fixed, 1 metric moved, cost +0% (0.6 -> 0.6 usd)",
+        "metric moved: latency_ms +35% on 5 rows: provider=anthropic (worse)",
+    ]
+
+
+def test_moves_on_rows_that_share_nothing_are_named() -> None:
+    before = run(0, [row("a", 3, metrics={"latency_ms": 100.0}), row("b", 3, metrics={"latency_ms": 200.0})])
+    after = run(1, [row("a", 3, metrics={"latency_ms": 50.0}), row("b", 3, metrics={"latency_ms": 80.0})])
+    (move,) = since_previous(before, after).moves
+    assert move_text(move) == "latency_ms -60% to -50% on 2 rows: 'a', 'b' (better)"
