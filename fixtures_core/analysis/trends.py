@@ -42,6 +42,11 @@ Rules (README, "Trends: what changed since last night"):
   by metric and direction, and named by a row property every moved row of
   the group shares (the one that fits the fewest rows of the run:
   ``provider=anthropic``), when there is one.
+* **An A/B suite since the previous run** is told in its own terms: its ship
+  decision then and now, and the cases whose winner changed or whose margin
+  moved by ``CASE_MARGIN_MOVE`` points or more, with both values. The rows
+  of an A/B suite's arms are left out of new failures, fixed and still
+  failing (an arm row passing its own checks says nothing of its case).
 """
 
 from __future__ import annotations
@@ -52,12 +57,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fixtures_core.analysis.shipgate import SuiteOutcome
 from fixtures_core.results import MetricSummary, RowResult, Status
 
 if TYPE_CHECKING:  # rundoc's RunResult is what trends read; records come after analysis
     from fixtures_core.records.rundoc import RunResult
 
 
+CASE_MARGIN_MOVE = 1.0  # points of a case's margin that count as a change
 MAX_AGE_RUNS = 100  # earlier runs read back to find where a failure began
 MIN_SIDE = 2  # runs on each side of a step
 STEP_FRACTION = 0.10  # the medians must differ by more than this share of the earlier one
@@ -260,6 +267,27 @@ class MetricMove:
 
 
 @dataclass(frozen=True)
+class CaseChange:
+    """A case of an A/B suite whose winner or margin changed since the previous run."""
+
+    name: str
+    margin_then: float | None
+    margin_now: float | None
+    winner_then: str | None
+    winner_now: str | None
+
+
+@dataclass(frozen=True)
+class SuiteChange:
+    """An A/B suite in the previous run (``then``) and now: its ship decision, and the cases that changed."""
+
+    file: str
+    then: SuiteOutcome
+    now: SuiteOutcome
+    cases: tuple[CaseChange, ...]
+
+
+@dataclass(frozen=True)
 class Since:
     """The current run against the previous run of its suite.
 
@@ -279,6 +307,8 @@ class Since:
     cost_after: Cost | None = None
     ages: tuple[Age, ...] = ()
     moves: tuple[MetricMove, ...] = ()
+    suites: tuple[SuiteChange, ...] = ()
+    rows_counted: bool = True  # the run has rows outside A/B suites: the row counts say something
 
     def age_of(self, row: RowResult) -> Age | None:
         """The age of a row of the current run (None: it does not fail now)."""
@@ -340,7 +370,9 @@ def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[Ru
     new: list[str] = []
     fixed: list[str] = []
     still: list[str] = []
-    for row in current.rows:
+    arms = {suite.file for suite in current.suites}
+    plain = [row for row in current.rows if row.file not in arms]
+    for row in plain:
         then = before.get(_key(row))
         if _failing(row):
             (still if _failing(then) else new).append(row.name)
@@ -357,17 +389,44 @@ def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[Ru
         cost_before=before_cost if after is not None else previous_point.cost,
         cost_after=after,
         ages=failure_ages(current, _chained(previous, earlier)),
-        moves=metric_moves(previous, current),
+        moves=metric_moves(previous, current, arms),
+        suites=suite_changes(previous, current),
+        rows_counted=bool(plain) or not current.suites,
     )
 
 
-def metric_moves(previous: RunResult, current: RunResult) -> tuple[MetricMove, ...]:
-    """The metrics that moved from ``previous`` to ``current`` (module docstring), grouped."""
+def suite_changes(previous: RunResult, current: RunResult) -> tuple[SuiteChange, ...]:
+    """Each A/B suite of ``current`` that ``previous`` ran too: its decision then and now, the changed cases."""
+    then_suites = {suite.file: suite for suite in previous.suites}
+    found = []
+    for now in current.suites:
+        then = then_suites.get(now.file)
+        if then is None:
+            continue
+        cases_then = {case.name: case for case in then.cases}
+        changed = []
+        for case in now.cases:
+            old = cases_then.get(case.name)
+            if old is None:
+                continue
+            margin_moved = (old.margin is None) != (case.margin is None) or (
+                old.margin is not None and case.margin is not None and abs(case.margin - old.margin) >= CASE_MARGIN_MOVE
+            )
+            if margin_moved or old.winner != case.winner:
+                changed.append(CaseChange(case.name, old.margin, case.margin, old.winner, case.winner))
+        found.append(SuiteChange(now.file, then, now, tuple(changed)))
+    return tuple(found)
+
+
+def metric_moves(previous: RunResult, current: RunResult, left_out: Iterable[str] = ()) -> tuple[MetricMove, ...]:
+    """The metrics that moved from ``previous`` to ``current`` (module docstring), grouped; the rows of the
+    fixture files ``left_out`` (A/B suites: their cases say what moved) are not counted."""
     before = {_key(row): row for row in previous.rows}
     groups: dict[tuple[str, bool], list[tuple[RowResult, float | None]]] = {}
+    skipped = set(left_out)
     for row in current.rows:
         then = before.get(_key(row))
-        if then is None:
+        if then is None or row.file in skipped:
             continue
         for name, now in row.metrics.items():
             was = then.metrics.get(name)
@@ -379,7 +438,9 @@ def metric_moves(previous: RunResult, current: RunResult) -> tuple[MetricMove, .
     for (name, up), found in groups.items():
         first = found[0][0].metrics[name]
         worse = None if first.direction not in ("lower", "higher") else up == (first.direction == "lower")
-        shared, of = _shared_property([row for row, _change in found], current.rows)
+        shared, of = _shared_property(
+            [row for row, _change in found], [r for r in current.rows if r.file not in skipped]
+        )
         moves.append(
             MetricMove(
                 name, first.unit, up, worse, tuple(row.name for row, _ in found), tuple(c for _, c in found), shared, of

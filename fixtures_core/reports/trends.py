@@ -17,6 +17,7 @@ from rich.text import Text
 
 from fixtures_core.analysis.trends import (
     Age,
+    CaseChange,
     Cost,
     MetricMove,
     MetricTrend,
@@ -24,6 +25,7 @@ from fixtures_core.analysis.trends import (
     RunPoint,
     Since,
     Step,
+    SuiteChange,
     Trends,
     since_previous,
 )
@@ -31,6 +33,7 @@ from fixtures_core.records.history import History, earlier_runs
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
 from fixtures_core.reports import status_words
+from fixtures_core.reports.shipgate import points
 from fixtures_core.results import Status
 from fixtures_core.text import counted, listed, visible
 
@@ -80,9 +83,14 @@ def since_of_document(run: RunResult, document: str | Path) -> Since | None:
 
 def since_headline(since: Since) -> str:
     """``since the previous run: 2 new failures, 1 fixed, 1 metric moved, cost +12% (4.1 -> 4.59 usd)``."""
-    parts = [counted(len(since.new_failures), "new failure"), f"{len(since.fixed)} fixed"]
-    if since.still_failing:
-        parts.append(f"{len(since.still_failing)} still failing")
+    parts = [decision_text(change) for change in since.suites]
+    cases = sum(len(change.cases) for change in since.suites)
+    if since.suites:
+        parts.append(f"{counted(cases, 'case')} changed")
+    if since.rows_counted:
+        parts += [counted(len(since.new_failures), "new failure"), f"{len(since.fixed)} fixed"]
+        if since.still_failing:
+            parts.append(f"{len(since.still_failing)} still failing")
     metrics = list(dict.fromkeys(move.metric for move in since.moves))
     if metrics:
         parts.append(f"{counted(len(metrics), 'metric')} moved")
@@ -115,6 +123,49 @@ def aged(name: str, age: Age | None) -> str:
 
 
 MOVES_SHOWN = 5
+CASES_SHOWN = 10
+
+
+def decision_text(change: SuiteChange) -> str:
+    """``ship decision PASS -> FAIL (suite.md)``, or ``ship decision FAIL, as before (suite.md)``."""
+    then, now = status_words.suite(change.then).word, status_words.suite(change.now).word
+    moved = f"{then} -> {now}" if then != now else f"{now}, as before"
+    return f"ship decision {moved} ({change.file})"
+
+
+def case_text(case: CaseChange) -> str:
+    """``case 'F3': margin +8 -> -25, winner variant -> shipped`` (the winner alone when it stayed)."""
+    margin = f"margin {points(case.margin_then, sign=True)} -> {points(case.margin_now, sign=True)}"
+    winner = (
+        f"winner {case.winner_then or '-'} -> {case.winner_now or '-'}"
+        if case.winner_then != case.winner_now
+        else f"winner {case.winner_now or '-'}"
+    )
+    return f"case '{case.name}': {margin}, {winner}"
+
+
+def suite_lines(since: Since) -> list[str]:
+    """A line per A/B suite: its changed cases with their values then and now, a changed winner first."""
+    lines = []
+    for change in since.suites:
+        cases = sorted(change.cases, key=_case_order)
+        shown = [case_text(case).removeprefix("case ") for case in cases[:CASES_SHOWN]]
+        more = len(cases) - CASES_SHOWN
+        if shown:
+            lines.append(
+                f"cases changed in {change.file}: " + "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+            )
+    return lines
+
+
+def _case_order(case: CaseChange) -> tuple[int, float]:
+    """A changed winner first, then the largest move of the margin."""
+    moved = (
+        abs(case.margin_now - case.margin_then)
+        if case.margin_now is not None and case.margin_then is not None
+        else float("inf")
+    )
+    return (0 if case.winner_then != case.winner_now else 1, -moved)
 
 
 def move_text(move: MetricMove) -> str:
@@ -150,7 +201,7 @@ def move_lines(since: Since) -> list[str]:
 def since_lines(since: Since, moves: bool = True) -> list[str]:
     """The headline, the metrics that moved (unless ``moves`` is False: the page links them), then which rows
     changed (each failing one with its age) and the run compared with."""
-    lines = [since_headline(since), *(move_lines(since) if moves else [])]
+    lines = [since_headline(since), *suite_lines(since), *(move_lines(since) if moves else [])]
     ages = {age.name: age for age in since.ages}
     if since.new_failures:
         lines.append("new failures: " + listed([f"'{name}'" for name in since.new_failures], 20) + ", all new tonight")

@@ -419,6 +419,10 @@ def test_the_ab_page_leads_with_the_ship_decision_and_the_cases_that_broke_its_g
             "shipped_marks": "[...document.querySelectorAll('svg.plot[data-metric=score] .lane')]"
             ".filter(l => l.querySelector('line.saved.regressed')).map(l => l.dataset.row)",
             "links": "[...document.querySelectorAll('.case-detail .evidence a')].map(a => a.textContent)",
+            "since": "(e => e ? e.innerText : null)(document.getElementById('since'))",
+            "why": "[...document.querySelectorAll('#ship-0 ul.why-broken > li')]"
+            ".map(li => [li.dataset.case, li.innerText])",
+            "why_top": "document.querySelector('#ship-0 p.why-title').getBoundingClientRect().top",
         },
         screenshot,
         full_page=False,
@@ -432,7 +436,20 @@ def test_the_ab_page_leads_with_the_ship_decision_and_the_cases_that_broke_its_g
     # 90 -> 80 in night 2: the case, and what the gate saw of it
     assert "broken by F3-name-guard (" in broken[f"hard gate '{gate}'"] and "was -10" in broken[f"hard gate '{gate}'"]
     assert 0 < values["broken_bottom"] < values["screen"]  # the gates and the cases that broke them, unscrolled
-    assert values["decision_top"] < values["screen"]
+    # Since the night before, in the A/B's terms: the ship decision then and now, the cases that changed.
+    since = values["since"]
+    assert since.startswith("since the previous run: ship decision PASS -> FAIL (tests/devlyn/suite), 7 cases changed")
+    assert "'F3-name-guard': margin +40 -> +30, winner variant" in since
+    assert "'F5-upper-no-deps': margin +11 -> -3, winner variant -> solo_claude" in since
+    assert "new failure" not in since  # arm rows passing their own checks say nothing of their cases
+    # Why each case that broke a gate went as it did, inline: the failing verify command, the judge's reason.
+    why = dict(values["why"])
+    assert "bare: verify `node bin/cli.js hello --name " in why["F3-name-guard"]
+    assert "failed (timeout)" in why["F3-name-guard"] and "judge (sample 0, winner variant): " in why["F3-name-guard"]
+    assert "bare: verify `node --test tests/` failed (unexpected_text)" in why["F7-json-output"]
+    assert 0 < values["why_top"] < values["screen"]  # it begins on the first screen
+    # 9 gates broken or warned and 8 cases' reasons: the per-case table comes on the second screen
+    assert values["decision_top"] < 2 * values["screen"]
     f3 = next(cells for cells in values["cases"] if cells[0].endswith("F3-name-guard"))
     assert f3[0] == "! F3-name-guard" and f3[1].startswith("80 (90)")  # variant now (then)
     # Arm rows read as how they ended their case, never as a green PASS of their own checks.
