@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fixtures_core.analysis.shipgate import SuiteOutcome
+from fixtures_core.changes import Changes
 from fixtures_core.results import MetricSummary, RowResult, Status
 
 if TYPE_CHECKING:  # rundoc's RunResult is what trends read; records come after analysis
@@ -211,6 +212,7 @@ class Trends:
 
     runs: tuple[RunPoint, ...]
     rows: tuple[RowTrend, ...]
+    changes: Changes | None = None  # the commits between the last two runs (``records.git_changes``), when known
 
     @property
     def failing(self) -> tuple[RowTrend, ...]:
@@ -308,6 +310,7 @@ class Since:
     ages: tuple[Age, ...] = ()
     moves: tuple[MetricMove, ...] = ()
     suites: tuple[SuiteChange, ...] = ()
+    changes: Changes | None = None  # the commits between the two runs (``records.git_changes``), when known
     rows_counted: bool = True  # the run has rows outside A/B suites: the row counts say something
 
     def age_of(self, row: RowResult) -> Age | None:

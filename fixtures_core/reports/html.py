@@ -34,6 +34,7 @@ from fixtures_core.reports.html_suite import (
     ship_decisions,
     shipped_scores,
 )
+from fixtures_core.reports.html_trends import changes_html
 from fixtures_core.reports.trends import age_text, move_lines, since_lines
 from fixtures_core.results import MetricSummary, Outcome, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
@@ -191,7 +192,8 @@ def _header(run: RunResult, context: Context) -> str:
         parts.append(f'<p id="cost-total">{escape(cost)}</p>')
     parts.append("</div>")
     if context.since is not None:
-        lines = since_lines(context.since, moves=False)
+        lines = since_lines(context.since, moves=False, changes=False)
+        commits = changes_html(context.since.changes) if context.since.changes is not None else ""
         detail = "#comparison" if run.comparison is not None else "#metrics"
         worse = [move.worse for move in context.since.moves]
         moved = "".join(
@@ -201,7 +203,9 @@ def _header(run: RunResult, context: Context) -> str:
         )
         parts.append(
             f'<div id="since" class="since"><p><b>{escape(lines[0])}</b></p>{moved}'
-            + "".join(f'<p class="muted">{escape(line)}</p>' for line in lines[1:])
+            + "".join(f'<p class="muted">{escape(line)}</p>' for line in lines[1:-1])
+            + commits
+            + f'<p class="muted">{escape(lines[-1])}</p>'
             + "</div>"
         )
     parts.append('<p class="muted facts">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")

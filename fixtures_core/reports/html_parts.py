@@ -67,7 +67,9 @@ tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;bo
 .ship{border:2px solid #e0e0e0;border-radius:6px;padding:4px 14px 8px;margin:10px 0}
 .ship h2{border:0;margin:8px 0 4px}ul.broken{margin:4px 0 4px 18px;padding:0}
 ul.why-broken{margin:2px 0 6px 18px;padding:0;font-size:12px}
-p.why-title{margin:4px 0 0;font-size:12px}td.worse{color:#c62828;font-weight:600}
+p.why-title{margin:4px 0 0;font-size:12px}
+.commits{font-size:13px}.commits p{margin:2px 0}.commits ul{margin:0 0 2px 18px;padding:0}
+td.worse{color:#c62828;font-weight:600}
 details.metric-detail{border:0;padding:0}details.metric-detail>summary h3{display:inline-block}
 .metric-trend{display:flex;align-items:center;gap:8px;margin:1px 0}.metric-trend .name{width:130px;font-size:12px}
 .metric-trend .step-text{font-size:12px;max-width:240px}table.trends td.changed{min-width:170px;font-size:13px}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -27,8 +28,11 @@ from fixtures_core.analysis.trends import (
     Step,
     SuiteChange,
     Trends,
+    run_point,
     since_previous,
 )
+from fixtures_core.changes import Changes
+from fixtures_core.records.git_changes import changes_between
 from fixtures_core.records.history import History, earlier_runs
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
@@ -67,10 +71,41 @@ def run_facts(point: RunPoint) -> str:
 
 
 def since_of(run: RunResult, state: Path) -> Since | None:
-    """The run against the previous run of its suite in the state folder ``state`` (None: it has none)."""
+    """The run against the previous run of its suite in the state folder ``state`` (None: it has none), with
+    the commits between them when the working directory's git repository has both."""
     earlier = earlier_runs(Store(state), run)
     previous = next(earlier, None)
-    return since_previous(previous, run, earlier) if previous is not None else None
+    if previous is None:
+        return None
+    since = since_previous(previous, run, earlier)
+    before, after = since.previous.commit, run_point(run).commit
+    if before and after:
+        since = replace(since, changes=changes_between(before, after))
+    return since
+
+
+def with_changes(trends: Trends) -> Trends:
+    """The trends with the commits between their last two runs, when the working directory's git repository
+    has both."""
+    if len(trends.runs) < 2:
+        return trends
+    before, after = trends.runs[-2].commit, trends.runs[-1].commit
+    return replace(trends, changes=changes_between(before, after)) if before and after else trends
+
+
+def changes_lines(changes: Changes) -> list[str]:
+    """``3 commits since the previous run: 0123456789ab..89abcdef0123 (LINK)``, then a line per commit
+    (``89abcdef0123 Make the parser stricter``), at most a screenful, and how many more."""
+    if changes.total == 0:
+        return [f"the same commit as the previous run ({changes.after[:12]})"]
+    link = f" ({changes.link})" if changes.link else ""
+    lines = [
+        f"{counted(changes.total, 'commit')} since the previous run: {changes.before[:12]}..{changes.after[:12]}{link}"
+    ]
+    lines += [f"{commit.sha[:12]} {commit.subject}" for commit in changes.commits]
+    if changes.more > 0:
+        lines.append(f"and {changes.more} more commits")
+    return lines
 
 
 def since_of_document(run: RunResult, document: str | Path) -> Since | None:
@@ -198,9 +233,10 @@ def move_lines(since: Since) -> list[str]:
     return lines
 
 
-def since_lines(since: Since, moves: bool = True) -> list[str]:
-    """The headline, the metrics that moved (unless ``moves`` is False: the page links them), then which rows
-    changed (each failing one with its age) and the run compared with."""
+def since_lines(since: Since, moves: bool = True, changes: bool = True) -> list[str]:
+    """The headline, the metrics that moved (unless ``moves`` is False: the page links them), which rows
+    changed (each failing one with its age), the commits between the runs (unless ``changes`` is False: the
+    page shows them with their link) and the run compared with."""
     lines = [since_headline(since), *suite_lines(since), *(move_lines(since) if moves else [])]
     ages = {age.name: age for age in since.ages}
     if since.new_failures:
@@ -209,6 +245,8 @@ def since_lines(since: Since, moves: bool = True) -> list[str]:
         lines.append("still failing: " + "; ".join(_listed_ages(since.still_failing, ages)))
     if since.fixed:
         lines.append("fixed: " + listed([f"'{name}'" for name in since.fixed], 20))
+    if changes and since.changes is not None:
+        lines += changes_lines(since.changes)
     lines.append(f"previous run: {run_facts(since.previous)}")
     return lines
 
@@ -291,9 +329,10 @@ def newest_text(trends: Trends) -> str:
     )
 
 
-def headline(trends: Trends) -> list[str]:
+def headline(trends: Trends, changes: bool = True) -> list[str]:
     """What changed, first: the newest run's verdict, the rows failing now with their age (the oldest break
-    first), the rows that changed in the window, flips, flaky rows, metric steps, cost."""
+    first), the rows that changed in the window, the commits since the previous run (unless ``changes`` is
+    False: the page shows them with their link), flips, flaky rows, metric steps, cost."""
     runs = trends.runs
     lines = [newest_text(trends)]
     failing = trends.failing
@@ -313,6 +352,8 @@ def headline(trends: Trends) -> list[str]:
         )  # fmt: skip
     else:
         lines.append(f"no row changed status in {window}")
+    if changes and trends.changes is not None:
+        lines += changes_lines(trends.changes)
     flipped = trends.flipped
     if flipped:
         lines.append(

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 
 from fixtures_core.analysis.trends import Age, Cost, MetricTrend, RowTrend, RunPoint, Trends
+from fixtures_core.changes import Changes
 from fixtures_core.records.history import History
 from fixtures_core.reports.trends import age_text
 
@@ -43,7 +44,18 @@ def trends_document(history: History, trends: Trends) -> dict[str, object]:
         "runs": [_run(point, index) for index, point in enumerate(runs, 1)],
         "rows": [_row(row, numbers) for row in trends.rows],
         "cost": [_cost(cost) for cost in trends.total_cost()],
+        "changes": None if trends.changes is None else _changes(trends.changes),
         "notes": list(history.notes),
+    }
+
+
+def _changes(changes: Changes) -> Json:
+    return {
+        "before": changes.before,
+        "after": changes.after,
+        "total": changes.total,
+        "commits": [{"sha": commit.sha, "subject": commit.subject} for commit in changes.commits],
+        "link": changes.link,
     }
 
 

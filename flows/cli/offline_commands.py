@@ -21,7 +21,7 @@ from fixtures_core.reports.heatmap import pivots_of
 from fixtures_core.reports.html_trends import trends_html
 from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.trends import render as render_trends
-from fixtures_core.reports.trends import since_of
+from fixtures_core.reports.trends import since_of, with_changes
 from fixtures_core.reports.trends_json import trends_document
 from fixtures_core.text import counted
 from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SUMMARY_HELP
@@ -146,7 +146,7 @@ def trends_command(
     if json_path is not None:
         check_writable("--json", Path(json_path))
     history = suite_runs(Store(Path(out_dir)), suite, last)
-    found = trends(history.runs, history.complete)
+    found = with_changes(trends(history.runs, history.complete))
     render_trends(history, found, out)
     if html is not None:
         try:

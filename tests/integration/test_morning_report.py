@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -235,6 +236,77 @@ def test_trends_lead_with_a_row_that_broke_four_nights_ago(
     assert "'breaks' PASS -> FAIL at run 5" in values["changed"][1]
     assert values["rows"][0] == "breaks" and values["age"] == age
     assert 0 < values["changed_bottom"] < values["first_row_bottom"] < values["screen"]
+
+
+def git(folder: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=folder, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def test_the_run_page_the_summary_and_trends_name_the_commits_since_the_night_before(
+    browser: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nights in a git repository whose remote is on GitHub, three commits between them: each page names
+    the range, the commits' subjects and the forge's compare page; nothing is fetched (the remote is never
+    reached: its address does not exist)."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "remote", "add", "origin", "git@github.com:acme/widgets.git")
+    (tmp_path / "nightly.md").write_text(NIGHTLY)
+    night(tmp_path, 0, nights=2)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "Night one")
+    before = git(tmp_path, "rev-parse", "HEAD")
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / ".assay"
+    run_in_process(tmp_path / "nightly.md", state, label="nightly")
+    subjects = ["Make the parser stricter", "Retry the flaky call", "Break the breaks row"]
+    night(tmp_path, 1, nights=2)
+    for subject in subjects:
+        (tmp_path / "CHANGES").write_text(subject)
+        git(tmp_path, "add", "-A")
+        git(tmp_path, "commit", "-q", "-m", subject)
+    after = git(tmp_path, "rev-parse", "HEAD")
+
+    page, summary = tmp_path / "night2.html", tmp_path / "summary.md"
+    done = run_cli(
+        ["run", "nightly.md", "--engine", "local", "--out", str(state), "--label", "nightly",
+         "--html", str(page), "--summary", str(summary)],
+        tmp_path, WIDE,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    link = f"https://github.com/acme/widgets/compare/{before}...{after}"
+    told = summary.read_text()
+    assert f"- 3 commits since the previous run: {before[:12]}..{after[:12]} ({link})" in told
+    assert all(f" {subject}" in told for subject in subjects)
+
+    screenshot = tmp_path / "run-page-commits-since.png"
+    loaded = browser.load(
+        page.as_uri(),
+        {
+            "commits": "document.querySelector('#since .commits').innerText",
+            "link": "document.querySelector('#since .commits a.compare').href",
+            "bottom": below_the_fold("#since .commits"),
+            "screen": SCREEN,
+        },
+        screenshot,
+        full_page=False,
+    )
+    keep(screenshot)
+    assert loaded.errors == [] and loaded.requests == [page.as_uri()]  # the link is there, never followed
+    values = loaded.values
+    assert values["commits"].startswith(f"3 commits since the previous run: {before[:12]}..{after[:12]} compare")
+    listed = [line.strip() for line in values["commits"].splitlines()[1:] if line.strip()]
+    assert [line.split(" ", 1)[1] for line in listed] == list(reversed(subjects))
+    assert values["link"] == link and 0 < values["bottom"] < values["screen"]
+
+    trends_page = tmp_path / "trends.html"
+    done = run_cli(["trends", "--html", str(trends_page), "--out", str(state)], tmp_path, WIDE)
+    assert done.returncode == 0, done.stderr
+    assert f"3 commits since the previous run: {before[:12]}..{after[:12]} ({link})" in done.stdout.splitlines()
+    assert f'<a class="compare" href="{link}">compare</a>' in trends_page.read_text()
 
 
 # --- a 100-row provider x model matrix, its second night --------------------------------------------
