@@ -398,7 +398,8 @@ def render(history: History, trends: Trends, console: Console) -> None:
     console.print()
     for line in headline(trends):
         console.print(visible(line), markup=False, soft_wrap=True)
-    rows = Table(title=f"rows: status in runs 1..{len(runs)} (flips first)", title_justify="left")
+    title = f"rows: status in runs 1..{len(runs)} (failing now first, then flips and changes)"
+    rows = Table(title=title, title_justify="left")
     for name in ("row", "file", "status", "what changed", "metrics"):
         rows.add_column(name)
     for row in trends.rows:
