@@ -302,11 +302,14 @@ def test_the_run_page_the_summary_and_trends_name_the_commits_since_the_night_be
     assert [line.split(" ", 1)[1] for line in listed] == list(reversed(subjects))
     assert values["link"] == link and 0 < values["bottom"] < values["screen"]
 
-    trends_page = tmp_path / "trends.html"
-    done = run_cli(["trends", "--html", str(trends_page), "--out", str(state)], tmp_path, WIDE)
+    trends_page, document = tmp_path / "trends.html", tmp_path / "trends.json"
+    done = run_cli(["trends", "--html", str(trends_page), "--json", str(document), "--out", str(state)], tmp_path, WIDE)
     assert done.returncode == 0, done.stderr
     assert f"3 commits since the previous run: {before[:12]}..{after[:12]} ({link})" in done.stdout.splitlines()
     assert f'<a class="compare" href="{link}">compare</a>' in trends_page.read_text()
+    changes = json.loads(document.read_text())["changes"]
+    assert (changes["before"], changes["after"], changes["total"], changes["link"]) == (before, after, 3, link)
+    assert [commit["subject"] for commit in changes["commits"]] == list(reversed(subjects))
 
 
 # --- a 100-row provider x model matrix, its second night --------------------------------------------
