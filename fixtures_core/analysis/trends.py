@@ -103,6 +103,14 @@ class RunPoint:
 
 
 @dataclass(frozen=True)
+class RunStatuses:
+    """A run as a failure's age reads it: the run, and each row's status by fixture file and name."""
+
+    point: RunPoint
+    statuses: Mapping[RowKey, Status]
+
+
+@dataclass(frozen=True)
 class Step:
     """Where a metric's series changed level: the first run of the later part, and the medians.
 
@@ -341,6 +349,11 @@ def run_costs(run: RunResult) -> tuple[Cost, ...]:
     return tuple(Cost(name, unit, total, samples) for name, (unit, total, samples) in sorted(totals.items()))
 
 
+def statuses_of(run: RunResult) -> RunStatuses:
+    """A run read whole, as a failure's age reads it."""
+    return RunStatuses(run_point(run), {_key(row): row.status for row in run.rows})
+
+
 def run_point(run: RunResult) -> RunPoint:
     """The run as trends show it."""
     git = run.environment.get("git")
@@ -366,7 +379,7 @@ def _failing(row: RowResult | None) -> bool:
 # --- since the previous run ---------------------------------------------------------------
 
 
-def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[RunResult] = ()) -> Since:
+def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[RunStatuses] = ()) -> Since:
     """What changed from ``previous`` to ``current`` (module docstring); ``earlier`` are the runs of the suite
     before ``previous``, newest first, read as far as the failures' ages need."""
     before = {_key(row): row for row in previous.rows}
@@ -391,7 +404,7 @@ def since_previous(previous: RunResult, current: RunResult, earlier: Iterable[Ru
         still_failing=tuple(still),
         cost_before=before_cost if after is not None else previous_point.cost,
         cost_after=after,
-        ages=failure_ages(current, _chained(previous, earlier)),
+        ages=failure_ages(current, _chained(statuses_of(previous), earlier)),
         moves=metric_moves(previous, current, arms),
         suites=suite_changes(previous, current),
         rows_counted=bool(plain) or not current.suites,
@@ -481,31 +494,31 @@ def _shared_property(rows: Sequence[RowResult], everyone: Sequence[RowResult]) -
     return best, counts[best]
 
 
-def _chained(first: RunResult, rest: Iterable[RunResult]) -> Iterable[RunResult]:
+def _chained(first: RunStatuses, rest: Iterable[RunStatuses]) -> Iterable[RunStatuses]:
     yield first
     yield from rest
 
 
-def failure_ages(current: RunResult, earlier: Iterable[RunResult], limit: int = MAX_AGE_RUNS) -> tuple[Age, ...]:
+def failure_ages(current: RunResult, earlier: Iterable[RunStatuses], limit: int = MAX_AGE_RUNS) -> tuple[Age, ...]:
     """The age of every row failing in ``current`` (module docstring): ``earlier`` are the suite's runs before
     it, newest first, read lazily and no further than every streak's start or ``limit`` runs."""
-    open_rows = {_key(row): [current] for row in current.rows if _failing(row)}
+    now = run_point(current)
+    open_rows = {_key(row): [now] for row in current.rows if _failing(row)}
     streaks = dict(open_rows)
     read = 0
     for run in earlier:
         if not open_rows or read >= limit:
             break
         read += 1
-        rows = {_key(row): row for row in run.rows}
         for key in list(open_rows):
-            if _failing(rows.get(key)):
-                open_rows[key].append(run)
+            if run.statuses.get(key) in _FAILING:
+                open_rows[key].append(run.point)
             else:
                 del open_rows[key]
     ages = []
     for key, streak in streaks.items():
         reached_limit = key in open_rows and read >= limit
-        ages.append(Age(key[0], key[1], run_point(streak[-1]), len(streak), at_least=reached_limit))
+        ages.append(Age(key[0], key[1], streak[-1], len(streak), at_least=reached_limit))
     return tuple(ages)
 
 
@@ -546,7 +559,7 @@ def _window_ages(runs: Sequence[RunResult], points: Sequence[RunPoint], complete
         return {}
     limit = len(runs) - 1 if not complete else MAX_AGE_RUNS
     found = {}
-    for age in failure_ages(runs[-1], reversed(runs[:-1]), limit):
+    for age in failure_ages(runs[-1], (statuses_of(run) for run in reversed(runs[:-1])), limit):
         number = next(index for index, point in enumerate(points, 1) if point.run_id == age.since.run_id)
         found[(age.file, age.name)] = Age(age.file, age.name, age.since, age.runs, number, age.at_least)
     return found

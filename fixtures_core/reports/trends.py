@@ -33,7 +33,7 @@ from fixtures_core.analysis.trends import (
 )
 from fixtures_core.changes import Changes
 from fixtures_core.records.git_changes import changes_between
-from fixtures_core.records.history import History, earlier_runs
+from fixtures_core.records.history import History, earlier_runs, earlier_statuses
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.records.store import Store
 from fixtures_core.reports import status_words
@@ -73,11 +73,12 @@ def run_facts(point: RunPoint) -> str:
 def since_of(run: RunResult, state: Path) -> Since | None:
     """The run against the previous run of its suite in the state folder ``state`` (None: it has none), with
     the commits between them when the working directory's git repository has both."""
-    earlier = earlier_runs(Store(state), run)
-    previous = next(earlier, None)
+    store = Store(state)
+    previous = next(earlier_runs(store, run), None)
     if previous is None:
         return None
-    since = since_previous(previous, run, earlier)
+    before_previous = (found for found in earlier_statuses(store, run) if found.point.run_id < previous.run_id)
+    since = since_previous(previous, run, before_previous)
     before, after = since.previous.commit, run_point(run).commit
     if before and after:
         since = replace(since, changes=changes_between(before, after))

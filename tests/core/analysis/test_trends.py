@@ -12,7 +12,15 @@ from dataclasses import replace
 import pytest
 
 from fixtures_core.analysis.finalize import Summary
-from fixtures_core.analysis.trends import MIN_SIDE, failure_ages, find_step, run_costs, since_previous, trends
+from fixtures_core.analysis.trends import (
+    MIN_SIDE,
+    failure_ages,
+    find_step,
+    run_costs,
+    since_previous,
+    statuses_of,
+    trends,
+)
 from fixtures_core.records.rundoc import FixtureResult, RunResult
 from fixtures_core.reports.trends import age_text, headline, move_text, since_lines
 from fixtures_core.results import Check, MetricSummary, Outcomes, RowResult, SampleResult, Stochastic
@@ -204,11 +212,11 @@ def test_a_streak_ends_at_a_run_the_row_passed_or_did_not_run_in() -> None:
     before = run(0, [row("x", 0)])
     now = run(2, [row("x", 0), row("steady", 0)])
 
-    ages = {age.name: age for age in failure_ages(now, [absent, before])}
+    ages = {age.name: age for age in failure_ages(now, [statuses_of(absent), statuses_of(before)])}
 
     assert ages["x"].new and ages["steady"].new  # x did not run in the run before: its old failure is another one
     passed_then = run(1, [row("x", 3)])
-    assert failure_ages(now, [passed_then, before])[0].new
+    assert failure_ages(now, [statuses_of(passed_then), statuses_of(before)])[0].new
 
 
 def test_an_age_that_reaches_the_oldest_run_read_may_be_older() -> None:
@@ -245,7 +253,7 @@ def test_since_the_previous_run_names_every_failing_row_with_its_age() -> None:
     runs = broke_four_nights_ago()
     now = run(14, [row("steady", 0), row("breaks", 0), row("wobbly", 3)])
 
-    since = since_previous(runs[-1], now, reversed(runs[:-1]))
+    since = since_previous(runs[-1], now, [statuses_of(earlier) for earlier in reversed(runs[:-1])])
 
     assert since.new_failures == ("steady",) and since.still_failing == ("breaks",)
     told = since_lines(since)
