@@ -1,8 +1,14 @@
 """Trends in words: what changed since the previous run, and a suite's last runs on a terminal.
 
 ``since_lines`` is the "since the previous run" section every report of a run
-shows (HTML, the Markdown summary, the Prefect artifact); ``render`` prints
-``assay trends``. The figures come from ``analysis.trends``.
+shows (HTML, the Markdown summary, the Prefect artifact): the A/B suites'
+ship decisions and changed cases, the metrics that moved, new, fixed and
+still failing rows each with its age (``age_text``: ``new tonight``,
+``failing since run ...``), the commits between the runs. ``render`` prints
+``assay trends``, its headline led by the newest run's verdict and the rows
+failing now. The figures come from ``analysis.trends``; ``since_of`` reads
+the runs before a run (``records.history``) and the commits between two
+runs (``records.git_changes``).
 """
 
 from __future__ import annotations

@@ -3,11 +3,15 @@
 Three situations, each a page a nightly's owner opens in the morning:
 
 * ``assay trends`` over 14 nights of a 4-row matrix: one row broke last night, one is flaky now and then,
-  one got slower on night 10 (a metric step) and costs twice as much since;
-* a 100-row provider x model matrix, its second night: the first screen says what failed and what
-  changed since the night before, and the pass-rate heat-map;
+  one got slower on night 10 (a metric step) and costs twice as much since; over 8 nights, a row that broke
+  four nights ago leads the page, dated (and ``--json`` says the same, ``history`` keeps ids whole);
+* two nights in a git repository: the run page, the summary and the trends name the commits between them;
+* a 100-row provider x model matrix, its second night: the first screen says what failed (each failure
+  dated) and what changed since the night before, and the pass-rate heat-map; with a baseline, the metric
+  that moved on 20 rows, grouped by their provider, and the comparison folded to what moved;
 * the 9-fixture A/B suite of ``tests/devlyn`` (its second night, against the blessed first): the first
-  screen gives the ship decision and the cases that broke its gates.
+  screen gives the ship decision, what changed since in the A/B's terms, and the cases that broke its gates
+  with why.
 
 One Chromium serves the module. The runs are real (the pipeline in process, or the command line); each
 page is written by the command line. Set ``ASSAY_SCREENSHOTS=DIR`` to keep the screenshots.
