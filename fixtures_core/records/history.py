@@ -12,15 +12,18 @@ selected ones is named in ``History.notes``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast, get_args
 
+from fixtures_core.analysis.trends import RunPoint, RunStatuses
 from fixtures_core.errors import RunFileError
 from fixtures_core.limits import MAX_RUN_BYTES, MAX_RUN_JSON_DEPTH, LimitExceeded, loads_json, read_regular_file
 from fixtures_core.parsing.parser import fixture_identity
 from fixtures_core.records.rundoc import SCHEMA, RunResult, from_document
 from fixtures_core.records.store import Store
+from fixtures_core.results import Status
 
 DEFAULT_LAST = 14
 
@@ -66,6 +69,7 @@ class History:
     suite: Suite
     runs: tuple[RunResult, ...]
     notes: tuple[str, ...] = ()
+    complete: bool = True  # fewer runs than asked for were found: none of the suite is older
 
 
 def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LAST) -> History:
@@ -97,13 +101,34 @@ def suite_runs(store: Store, selector: str | None = None, last: int = DEFAULT_LA
         raise RunFileError(f"{store.root}/runs", "no saved run", role=None)
     oldest = found[-1].run_id
     kept = [note for note in notes if note.split(":", 1)[0] >= oldest]  # only those among the window's runs
-    return History(suite, tuple(reversed(found)), tuple(reversed(kept)))
+    return History(suite, tuple(reversed(found)), tuple(reversed(kept)), complete=len(found) < last)
 
 
 def previous_run(store: Store, run: RunResult) -> RunResult | None:
     """The newest run under ``store`` that started before ``run`` (run ids sort by start) with the same
     suite; None when there is none. Unreadable runs are passed over (the run's own report is no place
     to fail for another run's file)."""
+    return next(earlier_runs(store, run), None)
+
+
+def earlier_runs(store: Store, run: RunResult) -> Iterator[RunResult]:
+    """The runs under ``store`` of ``run``'s suite that started before it, newest first, read one by one as
+    they are asked for; unreadable ones are passed over, as ``previous_run`` does."""
+    for path, document in _earlier_documents(store, run):
+        try:
+            yield _decoded(path, document)
+        except RunFileError:
+            continue
+
+
+def earlier_statuses(store: Store, run: RunResult) -> Iterator[RunStatuses]:
+    """``earlier_runs`` as a failure's age reads them: each run's id, start and commit and its rows' statuses,
+    straight from the run document (a quarter of the time of decoding it whole)."""
+    for _path, document in _earlier_documents(store, run):
+        yield _statuses(document)
+
+
+def _earlier_documents(store: Store, run: RunResult) -> Iterator[tuple[Path, Mapping[str, object]]]:
     suite = suite_of(run)
     for path in store.runs():
         if path.parent.name >= run.run_id or not path.exists():
@@ -114,11 +139,34 @@ def previous_run(store: Store, run: RunResult) -> RunResult | None:
             continue
         label, files = _identity(document)
         if suite.matches(label, files):
-            try:
-                return _decoded(path, document)
-            except RunFileError:
-                continue
-    return None
+            yield path, document
+
+
+_STATUSES = frozenset(get_args(Status))
+
+
+def _statuses(document: Mapping[str, object]) -> RunStatuses:
+    """A run document's id, label, start, commit and status, and each row's status by fixture file and name."""
+    found: dict[tuple[str, str], Status] = {}
+    fixtures = document.get("fixtures")
+    for fixture in fixtures if isinstance(fixtures, list) else []:
+        rows = fixture.get("rows") if isinstance(fixture, Mapping) else None
+        for row in rows if isinstance(rows, list) else []:
+            status = row.get("status") if isinstance(row, Mapping) else None
+            if status in _STATUSES:
+                found[(str(row.get("file")), str(row.get("name")))] = cast(Status, status)
+    environment = document.get("environment")
+    git = environment.get("git") if isinstance(environment, Mapping) else None
+    commit = git.get("commit") if isinstance(git, Mapping) else None
+    label = document.get("label")
+    point = RunPoint(
+        run_id=str(document.get("run_id")),
+        label=str(label) if label else None,
+        started_at=str(document.get("started_at", "")),
+        commit=str(commit) if commit else None,
+        verdict=str(document.get("status", "")),
+    )
+    return RunStatuses(point, found)
 
 
 def _selector(text: str) -> Suite:

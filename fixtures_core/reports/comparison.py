@@ -49,6 +49,7 @@ class FigureLine:
     delta: str
     p: str
     note: str
+    moved: bool = True  # it regressed, or its change shows as more than zero (+0.0%, +0.000 are unchanged)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def comparison_lines(comparison: Comparison) -> ComparisonLines:
             _number(rate.delta, "+.3f"),
             _number(rate.p_value, ".3f"),
             rate.note or "",
+            rate.regressed or (rate.delta is not None and round(abs(rate.delta), 3) > 0),
         )
         for rate in comparison.rates
     ]
@@ -104,6 +106,7 @@ def comparison_lines(comparison: Comparison) -> ComparisonLines:
             _number(metric.delta_percent, "+.1f", "%"),
             _number(metric.p_value, ".3f"),
             metric.note or "",
+            metric.regressed or (metric.delta_percent is not None and round(abs(metric.delta_percent), 1) > 0),
         )
         for metric in comparison.metrics
     ]

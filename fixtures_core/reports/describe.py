@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fixtures_core.analysis.passk import SuiteFigures
+from fixtures_core.analysis.shipgate import CaseOutcome, SuiteOutcome
 from fixtures_core.analysis.trends import run_costs
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import status_words
 from fixtures_core.reports.comparison import baseline_facts
 from fixtures_core.reports.status_words import Look
 from fixtures_core.results import BudgetFigures, MetricSummary, RowResult, SampleResult
+from fixtures_core.suite import VerifyResult
 from fixtures_core.text import counted, excerpt
 
 _EXCERPT_LINES = 4
@@ -63,12 +65,19 @@ def passed_cell(row: RowResult) -> str:
         return NOT_RUN
     passed = sum(s.passed for s in row.samples)
     if row.sampled is not None and row.sampled.extra:  # the run's sample budget gave it more than its max
-        return f"{passed}/{len(row.samples)} (max {row.repeat}, +{row.sampled.extra} extra)"
+        return f"{passed}/{len(row.samples)} ({budgeted_samples(row, row.sampled.extra)})"
     if row.sampling is not None:  # adaptive: n is what it took, repeat its maximum
         return f"{passed}/{len(row.samples)} (max {row.repeat})"
     return (
         f"{passed}/{row.repeat}" if len(row.samples) == row.repeat else f"{passed}/{len(row.samples)} of {row.repeat}"
     )
+
+
+def budgeted_samples(row: RowResult, extra: int) -> str:
+    """``49 samples: 19 of its max 20, then 30 from the budget``: figures a reader can add up (the budget's
+    samples are counted from the row's own stop point, which may come before its max: a curtailed row)."""
+    taken = len(row.samples)
+    return f"{taken} samples: {taken - extra} of its max {row.repeat}, then {extra} from the budget"
 
 
 def passed_phrase(row: RowResult, passed: str = "passed") -> str:
@@ -338,3 +347,48 @@ def cost_line(run: RunResult) -> str | None:
     return "cost: " + "; ".join(
         f"{cost.total:,.4g} {cost.unit} ({cost.metric} over {counted(cost.samples, 'sample')})" for cost in costs
     )
+
+
+_REASON_CHARS = 160
+
+
+def case_reasons(case: CaseOutcome, suite: SuiteOutcome, run: RunResult) -> list[str]:
+    """Why an A/B case went as it did, in a few lines: per arm, its first failing verification command with
+    the end of what it printed (``variant: verify `pytest -q` failed (exit 1): AssertionError: 8``) and what
+    disqualified it; then the judge's reason on its first judged sample."""
+    rows = {row.name: row for row in run.rows if row.file == suite.file}
+    told = []
+    for arm in suite.arms:
+        outcome = case.arms.get(arm)
+        if outcome is None:
+            continue
+        row = rows.get(outcome.row)
+        failed = _first_failed_verify(row) if row is not None else None
+        if failed is not None:
+            exited = f"exit {failed.exit_code}" if failed.exit_code is not None else "failed"
+            code = failed.reason if failed.reason not in (None, "exit") else exited
+            printed = _last_lines(failed.error or failed.output)
+            told.append(f"{arm}: verify `{failed.command}` failed ({code})" + (f": {printed}" if printed else ""))
+        if outcome.disqualified:
+            told.append(f"{arm}: disqualified: " + ("; ".join(outcome.disqualified_by) or "the judge"))
+    judged = next((j for j in case.judgments if j.rationale or j.error), None)
+    if judged is not None:
+        said = excerpt(" ".join((judged.rationale or judged.error or "").split()), _REASON_CHARS)
+        told.append(f"judge (sample {judged.sample}, winner {judged.winner or '-'}): {said}")
+    return told
+
+
+def _first_failed_verify(row: RowResult) -> VerifyResult | None:
+    for sample in row.samples:
+        if sample.attempt is None:
+            continue
+        for result in sample.attempt.verify:
+            if not result.passed:
+                return result
+    return None
+
+
+def _last_lines(text: str, lines: int = 2) -> str:
+    """The last non-empty lines of an output, joined (where a test runner says what failed)."""
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return excerpt(" / ".join(kept), _REASON_CHARS)

@@ -1,9 +1,12 @@
 """A pivot of a run's rows by two of their properties (``--group-by provider,model``), as heat-maps.
 
 One table per measure: the first property's values down, the second's
-across, a cell per pair holding its rows. The pass-rate map colours each cell
-by the share of its samples that passed (red 0, amber, green 1) and says how
-many of its rows passed; each metric's map colours the mean of its rows'
+across, a cell per pair holding its rows. The pass-rate map says in each
+cell how many of its rows passed (``8/10``) and colours it on a scale
+anchored where rows stop passing: green when every row passed (a paler
+green when some samples failed in rows that passed), and from amber (one
+row of many failing) to red (none passing) as soon as one row failed, so
+8/10 never reads like 10/10. Each metric's map colours the mean of its rows'
 aggregates from best to worst (by the metric's direction; blue shades when it
 has none). A cell links to its rows in the rows table (its first failing
 row, else its first row), and its tooltip names its failing rows.
@@ -69,6 +72,7 @@ def heatmaps(run: RunResult, pivot: Pivot, lines: Mapping[str, str]) -> str:
     parts = [
         f'<h3 class="pivot">{escape(pivot.down)} × {escape(pivot.across)}: pass rate</h3>',
         _table(pivot, "pass rate", _pass_cell, lines),
+        _legend(),
     ]
     if metrics:
         inner = "".join(
@@ -119,23 +123,53 @@ def _pass_cell(_key: tuple[str, str], rows: Sequence[RowResult]) -> _Shown:
     rows_passed = sum(row.passed for row in counted)
     if not counted:
         return _Shown("skip", "#eeeeee", f"{len(rows)} rows skipped")
-    rate = passed / len(samples) if samples else (1.0 if rows_passed == len(counted) else 0.0)
-    failing = [row.name for row in counted if row.status in ("FAIL", "ERR")]
+    failing = [row.name for row in counted if not row.passed]
     told = f"{rows_passed}/{len(counted)} rows passed, {passed}/{len(samples)} samples"
     if failing:
         told += "; failing: " + ", ".join(failing[:8]) + (" …" if len(failing) > 8 else "")
     text = f"{rows_passed}/{len(counted)}"
     if any(row.status == "ERR" for row in counted):
         text += " E"
-    return _Shown(text, _rate_colour(rate), told)
+    return _Shown(text, pass_colour(rows_passed, len(counted), passed == len(samples)), told)
+
+
+PASSED = (129, 199, 132)  # every row and every sample passed
+PASSED_FLAKY = (197, 225, 165)  # every row passed, some samples failed
+FAILING_FEW = (255, 204, 128)  # amber: one row of many failing
+FAILING_ALL = (239, 128, 128)  # red: no row passing
+
+
+def pass_colour(rows_passed: int, rows: int, every_sample: bool = True) -> str:
+    """A pass-rate cell's colour (module docstring): the scale is anchored where a row fails, so a cell
+    with a failing row is amber to red, never a shade of green (light enough for dark text)."""
+    if rows_passed >= rows:
+        return _hex(PASSED if every_sample else PASSED_FLAKY)
+    share = rows_passed / rows if rows else 0.0  # below 1: from red (0) towards amber (all but one)
+    most = (rows - 1) / rows if rows > 1 else 1.0
+    return _hex(_between(FAILING_ALL, FAILING_FEW, share / most if most else 0.0))
+
+
+def _between(start: tuple[int, int, int], end: tuple[int, int, int], share: float) -> tuple[int, int, int]:
+    r, g, b = (round(a + (z - a) * share) for a, z in zip(start, end, strict=True))
+    return (r, g, b)
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+def _legend() -> str:
+    keys = [(PASSED, "all"), (PASSED_FLAKY, "all, some samples failed"), (FAILING_FEW, "one of many failing"),
+            (FAILING_ALL, "none")]  # fmt: skip
+    shown = "".join(f'<span class="key" style="background:{_hex(rgb)}">{escape(told)}</span>' for rgb, told in keys)
+    return f'<p class="muted legend heat-legend">rows passed: {shown}</p>'
 
 
 def _rate_colour(rate: float) -> str:
-    """Red at 0, amber at 0.5, green at 1 (light enough for dark text)."""
+    """Red at 0, amber at 0.5, green at 1 (light enough for dark text): a metric's map, best to worst."""
     low, middle, high = (239, 154, 154), (255, 224, 130), (165, 214, 167)
     start, end, share = (low, middle, rate * 2) if rate < 0.5 else (middle, high, (rate - 0.5) * 2)
-    rgb = tuple(round(a + (b - a) * share) for a, b in zip(start, end, strict=True))
-    return "#" + "".join(f"{c:02x}" for c in rgb)
+    return _hex(_between(start, end, share))
 
 
 def _metric_cells(pivot: Pivot, name: str) -> Shown:

@@ -22,7 +22,7 @@ from fixtures_core.analysis.passk import SuiteFigures
 from fixtures_core.analysis.trends import Since
 from fixtures_core.records.rundoc import RunResult
 from fixtures_core.reports import describe, plots, status_words
-from fixtures_core.reports.comparison import Mark, baseline_named, comparison_lines, still_failing_text
+from fixtures_core.reports.comparison import FigureLine, Mark, baseline_named, comparison_lines, still_failing_text
 from fixtures_core.reports.evidence_links import EvidenceLinks
 from fixtures_core.reports.heatmap import Pivot, heatmaps, pivot_of, pivots_of
 from fixtures_core.reports.html_parts import Html, badge, document, tr
@@ -34,7 +34,8 @@ from fixtures_core.reports.html_suite import (
     ship_decisions,
     shipped_scores,
 )
-from fixtures_core.reports.trends import since_lines
+from fixtures_core.reports.html_trends import changes_html
+from fixtures_core.reports.trends import age_text, move_lines, since_lines
 from fixtures_core.results import MetricSummary, Outcome, RowResult, SampleResult
 from fixtures_core.text import counted, excerpt
 from fixtures_core.verdicts.run import failures
@@ -46,6 +47,14 @@ _SAMPLES_WITH_OUTPUT = 3  # failing samples per row whose output excerpts are sh
 # Sorting and filtering of the rows table: the page works without it (every row is shown).
 _SCRIPT = """
 (function () {
+  document.querySelectorAll("table.comparison tbody.unchanged").forEach(function (body) {
+    var button = body.querySelector("button.toggle"), told = button.textContent;
+    body.classList.add("collapsed");
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      button.textContent = body.classList.toggle("collapsed") ? told : "hide unchanged lines";
+    });
+  });
   var table = document.querySelector("table.rows"), filter = document.getElementById("row-filter");
   if (!table || !filter) return;
   function rows() { return Array.prototype.slice.call(table.querySelectorAll("tr.row")); }
@@ -183,10 +192,20 @@ def _header(run: RunResult, context: Context) -> str:
         parts.append(f'<p id="cost-total">{escape(cost)}</p>')
     parts.append("</div>")
     if context.since is not None:
-        lines = since_lines(context.since)
+        lines = since_lines(context.since, moves=False, changes=False)
+        commits = changes_html(context.since.changes) if context.since.changes is not None else ""
+        detail = "#comparison" if run.comparison is not None else "#metrics"
+        worse = [move.worse for move in context.since.moves]
+        moved = "".join(
+            f'<p class="move{" gating" if index < len(worse) and worse[index] else ""}">{escape(line)} '
+            f'<a href="{detail}">detail</a></p>'
+            for index, line in enumerate(move_lines(context.since))
+        )
         parts.append(
-            f'<div id="since" class="since"><p><b>{escape(lines[0])}</b></p>'
-            + "".join(f'<p class="muted">{escape(line)}</p>' for line in lines[1:])
+            f'<div id="since" class="since"><p><b>{escape(lines[0])}</b></p>{moved}'
+            + "".join(f'<p class="muted">{escape(line)}</p>' for line in lines[1:-1])
+            + commits
+            + f'<p class="muted">{escape(lines[-1])}</p>'
             + "</div>"
         )
     parts.append('<p class="muted facts">' + " · ".join(f"{escape(k)} {escape(v)}" for k, v in facts if v) + "</p>")
@@ -228,7 +247,9 @@ def _failed_section(run: RunResult, anchors: dict[str, str], context: Context) -
 def _why(run: RunResult, row: RowResult, context: Context, regressed: Sequence[str] = ()) -> str:
     """Every reason the row did not pass, then the first failing sample's output excerpt and evidence links."""
     reasons = [describe.row_reason(row), *regressed, f"sampling: {row.sampling}" if row.sampling else None]
-    parts = [escape("; ".join(r for r in reasons if r))]
+    age = context.since.age_of(row) if context.since is not None else None
+    dated = f'<span class="age{" new" if age.new else ""}">{escape(age_text(age))}</span> · ' if age is not None else ""
+    parts = [dated + escape("; ".join(r for r in reasons if r))]
     if row.status in ("FAIL", "ERR"):
         parts.append(_row_links(run, row, context))
         told = describe.failure(row)
@@ -573,11 +594,20 @@ def _comparison_section(run: RunResult) -> str:
         return f'{title}<p class="gating">Comparison failed: {escape(found.error)}</p>'
     numeric = {2, 3, 4, 5}
     head = tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric=numeric)
-    figures = "".join(
-        tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.p, f.note], numeric=numeric, css=f.mark)
-        for f in found.figures
-    )
-    parts = [title, f'<table class="comparison">{head}{figures}</table>']
+
+    def line(f: FigureLine) -> str:
+        return tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.p, f.note], numeric=numeric, css=f.mark)
+
+    moved = "".join(line(f) for f in found.figures if f.moved)
+    still = [f for f in found.figures if not f.moved]
+    folded = ""
+    if still:  # the script folds them behind a button; without it every line shows
+        toggle = (
+            f'<tr class="toggle-row"><td colspan="7"><button type="button" class="toggle" hidden>'
+            f"show {counted(len(still), 'unchanged line')}</button></td></tr>"
+        )
+        folded = f'<tbody class="unchanged" data-fold="1">{toggle}{"".join(line(f) for f in still)}</tbody>'
+    parts = [title, f'<table class="comparison">{head}<tbody class="moved">{moved}</tbody>{folded}</table>']
     if found.still_failing:
         parts.append(
             f'<p class="still-failing">{_mark("informational")} {escape(still_failing_text(found.still_failing))}</p>'

@@ -54,15 +54,22 @@ code{background:#f5f5f5;padding:0 3px}svg.plot{max-width:100%;height:auto;displa
  cursor:pointer}.filters button.on{background:#424242;color:#fff}table.rows th{cursor:pointer}
 .ship-gate-verdict .badge{font-size:16px;padding:3px 12px}
 .since{border-left:4px solid #5c6bc0;background:#f5f7ff;padding:4px 12px;margin:8px 0}.since p{margin:2px 0}
-p.facts{font-size:12px}
+p.facts{font-size:12px}.since p.muted{font-size:13px}span.age{font-weight:600}
+h2#failed{margin-top:14px}table.failed td{padding:2px 10px}
 table.heat td.cell{text-align:center;min-width:38px;padding:2px 4px;font-size:12px;border:1px solid #fff}
 table.heat td.cell a{color:inherit;text-decoration:none;display:block}table.heat th{font-size:12px}
+.heat-legend{font-size:12px;margin:2px 0}.heat-legend .key{padding:0 6px;margin:0 4px;color:#212121}
 pre.excerpt{max-height:7.5em;margin:4px 0 0;font-size:12px;padding:4px 6px}
 tr.group-head td{background:#f3f3f3;font-weight:600}tbody.collapsed tr.row.passing{display:none}
+tbody.unchanged.collapsed tr:not(.toggle-row){display:none}.since p.move a{font-size:12px;margin-left:6px}
 tr.group-head button{margin-left:8px;border:1px solid #bdbdbd;background:#fff;border-radius:10px;cursor:pointer}
 .evidence a{margin-right:10px;white-space:nowrap}svg.strip,svg.spark{display:block}
 .ship{border:2px solid #e0e0e0;border-radius:6px;padding:4px 14px 8px;margin:10px 0}
-.ship h2{border:0;margin:8px 0 4px}ul.broken{margin:4px 0 4px 18px;padding:0}td.worse{color:#c62828;font-weight:600}
+.ship h2{border:0;margin:8px 0 4px}ul.broken{margin:4px 0 4px 18px;padding:0}
+ul.why-broken{margin:2px 0 6px 18px;padding:0;font-size:12px}
+p.why-title{margin:4px 0 0;font-size:12px}
+.commits{font-size:13px}.commits p{margin:2px 0}.commits ul{margin:0 0 2px 18px;padding:0}
+td.worse{color:#c62828;font-weight:600}
 details.metric-detail{border:0;padding:0}details.metric-detail>summary h3{display:inline-block}
 .metric-trend{display:flex;align-items:center;gap:8px;margin:1px 0}.metric-trend .name{width:130px;font-size:12px}
 .metric-trend .step-text{font-size:12px;max-width:240px}table.trends td.changed{min-width:170px;font-size:13px}

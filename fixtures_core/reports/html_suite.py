@@ -17,7 +17,7 @@ from html import escape
 from fixtures_core.analysis.shipgate import CaseOutcome, SuiteOutcome
 from fixtures_core.judgment import Judgment
 from fixtures_core.records.rundoc import RunResult
-from fixtures_core.reports import shipgate, status_words
+from fixtures_core.reports import describe, shipgate, status_words
 from fixtures_core.reports.evidence_links import EvidenceLinks
 from fixtures_core.reports.html_parts import Html, badge, tr
 from fixtures_core.results import RowResult
@@ -105,10 +105,10 @@ def shipped_scores(run: RunResult) -> dict[tuple[str, str, str], tuple[float, bo
 
 def ship_decisions(run: RunResult, links: EvidenceLinks | None = None) -> str:
     """Every suite's ship decision ('' for a run without A/B suites)."""
-    return "\n".join(_decision(suite, index) for index, suite in enumerate(run.suites))
+    return "\n".join(_decision(suite, index, run) for index, suite in enumerate(run.suites))
 
 
-def _decision(suite: SuiteOutcome, index: int) -> str:
+def _decision(suite: SuiteOutcome, index: int, run: RunResult | None = None) -> str:
     look = status_words.suite(suite)
     parts = [
         f'<section class="ship box-{look.css}" id="ship-{index}" data-verdict="{suite.verdict}">',
@@ -116,6 +116,7 @@ def _decision(suite: SuiteOutcome, index: int) -> str:
         f"{badge(status_words.Look(shipgate.verdict_text(suite), look.tone))}</span></h2>",
         _compared(suite),
         _broken_gates(suite),
+        _why_broken(suite, run) if run is not None else "",
         _decision_table(suite),
         "</section>",
     ]
@@ -183,6 +184,22 @@ def _decision_table(suite: SuiteOutcome) -> str:
             tr(cells, numeric=numeric, css=f"decision case-{case.status}" + (" broke" if case.name in broken else ""))
         )
     return '<table class="decision">' + tr(titles, header=True, numeric=numeric) + "".join(lines) + "</table>"
+
+
+def _why_broken(suite: SuiteOutcome, run: RunResult) -> str:
+    """Why each case that broke a gate went as it did, inline (``describe.case_reasons``): the failing
+    verification command and what it printed, a disqualification, the judge's reason."""
+    broken = {breach.case for gate in suite.gates for breach in gate.breaking}
+    items = []
+    for case in suite.cases:  # in the decision table's order
+        reasons = describe.case_reasons(case, suite, run) if case.name in broken else []
+        if reasons:
+            told = " · ".join(escape(reason) for reason in reasons)
+            items.append(f'<li data-case="{escape(case.name)}"><b>{escape(case.name)}</b>: {told}</li>')
+    if not items:
+        return ""
+    title = '<p class="muted why-title">why the cases that broke a gate went as they did:</p>'
+    return f'{title}<ul class="why-broken">{"".join(items)}</ul>'
 
 
 # --- the suite's details (further down) ------------------------------------------------------

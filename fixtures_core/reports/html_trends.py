@@ -12,10 +12,20 @@ from __future__ import annotations
 from html import escape
 
 from fixtures_core.analysis.trends import MetricTrend, RowTrend, RunPoint, Trends
+from fixtures_core.changes import Changes
 from fixtures_core.records.history import History
 from fixtures_core.reports import plots, status_words
 from fixtures_core.reports.html_parts import badge, document, tr
-from fixtures_core.reports.trends import cost_text, flaky_text, headline, number, run_facts, step_text
+from fixtures_core.reports.trends import (
+    age_text,
+    change_text,
+    changes_lines,
+    cost_text,
+    flaky_text,
+    headline,
+    number,
+    step_text,
+)
 from fixtures_core.text import counted
 
 
@@ -41,10 +51,33 @@ def trends_html(history: History, trends: Trends) -> str:
 
 
 def _changed(trends: Trends) -> str:
-    items = "".join(f"<li>{escape(line)}</li>" for line in headline(trends))
+    """The newest run's verdict in words, then what changed: rows failing now with their age, rows that changed
+    in the window, flips, flaky rows, steps, cost."""
+    newest, *rest = headline(trends, changes=False)
+    items = "".join(f"<li>{escape(line)}</li>" for line in rest)
+    commits = changes_html(trends.changes) if trends.changes is not None else ""
     latest = trends.runs[-1] if trends.runs else None
-    told = f"<p>newest run: <code>{escape(run_facts(latest))}</code></p>" if latest else ""
-    return f'<div id="changed" class="since"><h2>What changed</h2><ul>{items}</ul>{told}</div>'
+    verdict = badge(_verdict_look(latest.verdict)) + " " if latest is not None else ""
+    return (
+        f'<div id="changed" class="since"><h2>What changed</h2><p id="newest">{verdict}{escape(newest)}</p>'
+        f"<ul>{items}</ul>{commits}</div>"
+    )
+
+
+def changes_html(changes: Changes) -> str:
+    """The commits between two runs: the range (a link to the forge's compare page when there is one), then
+    a line per commit, at most a screenful, and how many more."""
+    first, *rest = changes_lines(changes)
+    if changes.link and changes.total:
+        first = first.replace(f" ({changes.link})", "")
+        head = f'{escape(first)} <a class="compare" href="{escape(changes.link)}">compare</a>'
+    else:
+        head = escape(first)
+    listed = "".join(
+        f"<li><code>{escape(commit.sha[:12])}</code> {escape(commit.subject)}</li>" for commit in changes.commits
+    )
+    more = f'<p class="muted">and {changes.more} more commits</p>' if changes.more > 0 else ""
+    return f'<div class="commits"><p>{head}</p>' + (f"<ul>{listed}</ul>" if listed else "") + f"{more}</div>"
 
 
 def _rows(trends: Trends) -> str:
@@ -57,10 +90,12 @@ def _rows(trends: Trends) -> str:
             for index, (status, flaky) in enumerate(zip(row.statuses, row.flaky, strict=True))
         ]
         css = "trend" + (" flipped" if row.flip is not None else "") + (" flaky-row" if row.flaky_runs >= 2 else "")
-        flip = ""
+        flip = f'<div class="age gating">{escape(age_text(row.age))}</div>' if row.age is not None else ""
+        changed = change_text(row, runs)
+        flip += f'<div class="change">{escape(changed)}</div>' if changed else ""
         if row.flip is not None:
             worse = " gating" if row.flip[1] in ("FAIL", "ERR") else ""
-            flip = (
+            flip += (
                 f'<div class="flip{worse}">{escape(row.flip[0])} → {escape(row.flip[1])} since the previous run</div>'
             )
         lines.append(

@@ -29,10 +29,12 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from fixtures_core.analysis.trends import Since
 from fixtures_core.records.rundoc import FixtureResult, RunResult
 from fixtures_core.reports import status_words
 from fixtures_core.reports.comparison import text_lines
 from fixtures_core.reports.describe import answer, baseline_context, failure, row_reason, sample_reason
+from fixtures_core.reports.trends import age_text
 from fixtures_core.results import RowResult
 from fixtures_core.text import excerpt
 
@@ -41,11 +43,12 @@ _MESSAGE_CHARS = 1000
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def junit(run: RunResult) -> str:
-    """The run as a JUnit XML document."""
+def junit(run: RunResult, since: Since | None = None) -> str:
+    """The run as a JUnit XML document; with ``since`` (the previous run of its suite), a failure's message
+    ends with its age (``new tonight``, ``failing since run ...``)."""
     root = ET.Element("testsuites")
     for index, fixture in enumerate(run.fixtures):
-        root.append(_suite(run, fixture, index))
+        root.append(_suite(run, fixture, index, since))
     gates = _verdict_suite(run, len(run.fixtures))
     if gates is not None:
         root.append(gates)
@@ -60,9 +63,9 @@ def case_name(row: RowResult) -> str:
     return f"{row.name} [{arm}]" if arm not in (None, "") else row.name
 
 
-def _suite(run: RunResult, fixture: FixtureResult, index: int) -> ET.Element:
+def _suite(run: RunResult, fixture: FixtureResult, index: int, since: Since | None = None) -> ET.Element:
     package = _classname(fixture.file)
-    cases = [_case(row, package, run) for row in fixture.rows]
+    cases = [_case(row, package, run, since) for row in fixture.rows]
     suite = _testsuite(fixture.file, package, index, run, cases, sum(_row_ms(r) for r in fixture.rows))
     properties = ET.SubElement(suite, "properties")
     for name, value in _suite_properties(run, fixture):
@@ -98,7 +101,7 @@ def _testsuite(
     )
 
 
-def _case(row: RowResult, classname: str, run: RunResult) -> ET.Element:
+def _case(row: RowResult, classname: str, run: RunResult, since: Since | None = None) -> ET.Element:
     """A row's testcase, as ``status_words`` shows the row: a plain pass when it passed (or won its case);
     ``skipped`` with why when it did not run, lost or tied its case (no failure: the other arm winning is
     what a suite measures), or failed without deciding the exit code; else a ``failure`` or an ``error``."""
@@ -118,7 +121,9 @@ def _case(row: RowResult, classname: str, run: RunResult) -> ET.Element:
         ET.SubElement(case, "skipped", {"message": excerpt(_clean(told), _MESSAGE_CHARS)})
         return case
     tag = "failure" if row.status == "FAIL" else "error"
-    element = ET.SubElement(case, tag, {"type": row.status, "message": excerpt(_clean(reason), _MESSAGE_CHARS)})
+    age = since.age_of(row) if since is not None else None
+    told = f"{age_text(age)}: {reason}" if age is not None else reason  # first: a long reason is cut
+    element = ET.SubElement(case, tag, {"type": row.status, "message": excerpt(_clean(told), _MESSAGE_CHARS)})
     element.text = _clean(_details(row))
     return case
 

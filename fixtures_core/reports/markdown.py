@@ -28,7 +28,7 @@ from fixtures_core.reports.comparison import (
     text_lines,
 )
 from fixtures_core.reports.markdown_text import code, escape, fenced, table_row
-from fixtures_core.reports.trends import since_lines, since_of_document
+from fixtures_core.reports.trends import age_text, since_lines, since_of_document
 from fixtures_core.text import counted
 from fixtures_core.verdicts.gates import GateResult
 
@@ -55,7 +55,7 @@ def render(run: RunResult, document: str | Path | None = None, since: Since | No
     if facts:
         lines += [*(f"- {escape(fact)}" for fact in facts), ""]
     compared = comparison_lines(run.comparison) if run.comparison is not None else None
-    lines += answer_lines(run, compared)
+    lines += answer_lines(run, compared, since if isinstance(since, Since) else None)
     lines += _details(f"Rows ({len(run.rows)})", rows_table(run))
     lines += _details("Metrics", metrics_table(run))
     found = describe.failures(run)
@@ -85,15 +85,17 @@ def render(run: RunResult, document: str | Path | None = None, since: Since | No
     return "\n".join(lines) + "\n"
 
 
-def answer_lines(run: RunResult, compared: ComparisonLines | None = None) -> list[str]:
-    """What decided the verdict, as a list: failing rows (where and why), failed gates, and the comparison
-    (``compared``: its lines, when the run has one)."""
+def answer_lines(run: RunResult, compared: ComparisonLines | None = None, since: Since | None = None) -> list[str]:
+    """What decided the verdict, as a list: failing rows (where, how long they have failed when ``since`` says,
+    and why), failed gates, and the comparison (``compared``: its lines, when the run has one)."""
     lines = []
     bad = [row for row in run.rows if row.status in ("FAIL", "ERR", "SKIP")]
     for row in bad[:_ANSWER_ROWS]:
         why = describe.row_reason(row) or row.status
         word = status_words.row(row).word
-        lines.append(f"- **{word}** {escape(row.name)} ({code(f'{row.file}:{row.line}')}): {escape(why)}")
+        age = since.age_of(row) if since is not None else None
+        told = f" ({escape(age_text(age))})" if age is not None else ""
+        lines.append(f"- **{word}** {escape(row.name)} ({code(f'{row.file}:{row.line}')}){told}: {escape(why)}")
     if len(bad) > _ANSWER_ROWS:
         lines.append(f"- and {len(bad) - _ANSWER_ROWS} more rows failed, errored or were skipped (see the details)")
     for outcome in run.suites:

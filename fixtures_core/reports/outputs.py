@@ -61,10 +61,11 @@ class ReportFiles:
         step summary file) when given; return the files written. ``state`` is the run's state folder
         (default: the one it ran with); ``pivots`` the HTML page's (default: the run's ``--group-by``)."""
         folder = state_folder(run, state)
-        since = since_of(run, folder) if self.html is not None or self.summary is not None or step_summary else None
+        wanted = self.html is not None or self.summary is not None or self.junit is not None or step_summary
+        since = since_of(run, folder) if wanted else None
         renderers: dict[str, Callable[[RunResult], str]] = {
             "html": lambda done: html(done, page_context(done, Path(self.html or "."), folder, since, pivots)),
-            "junit": junit,
+            "junit": lambda done: junit(done, since),
             "summary": lambda done: summary_text(done, since),
         }
         written = []

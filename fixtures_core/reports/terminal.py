@@ -14,33 +14,39 @@ from rich.table import Table
 from rich.text import Text
 
 from fixtures_core.analysis.baseline import Comparison
+from fixtures_core.analysis.trends import Age, Since
 from fixtures_core.errors import RunFileError
 from fixtures_core.records.lock import holder
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.reports import describe, shipgate, status_words
 from fixtures_core.reports.comparison import text_lines
+from fixtures_core.reports.trends import age_text
 from fixtures_core.text import visible
 
 _ERR = status_words.status("ERR").style  # what could not be read or finished
 
 
-def render(run: RunResult, console: Console, before_verdict: Callable[[], None] | None = None) -> None:
+def render(
+    run: RunResult, console: Console, before_verdict: Callable[[], None] | None = None, since: Since | None = None
+) -> None:
     """Print the whole terminal report of a run: its body, then the verdict line, which ends it
-    (``before_verdict`` prints what goes just before it, such as ``run --bless``'s line)."""
-    render_body(run, console)
+    (``before_verdict`` prints what goes just before it, such as ``run --bless``'s line); ``since`` (the
+    previous run of its suite) dates each failure."""
+    render_body(run, console, since)
     if before_verdict is not None:
         before_verdict()
     console.print(verdict_line(run))
 
 
-def render_body(run: RunResult, console: Console) -> None:
-    """Print the report of a run up to its verdict line (tables, failures, suites, the comparison)."""
+def render_body(run: RunResult, console: Console, since: Since | None = None) -> None:
+    """Print the report of a run up to its verdict line (tables, failures with their age when ``since`` gives
+    it, suites, the comparison)."""
     console.print(rows_table(run))
     metrics = metrics_table(run)
     if metrics is not None:
         console.print(metrics)
     for failure in describe.failures(run):
-        render_failure(failure, console)
+        render_failure(failure, console, since.age_of(failure.row) if since is not None else None)
     for row in describe.skipped(run):
         told = f"\nSKIP {row.name}  ({row.file}:{row.line}): {describe.row_reason(row)}"
         console.print(Text(visible(told), style=status_words.status("SKIP").style))
@@ -97,12 +103,14 @@ def metrics_table(run: RunResult) -> Table | None:
     return table
 
 
-def render_failure(failure: describe.Failure, console: Console) -> None:
-    """Why a row failed: the expression, failing sample indices, an output excerpt."""
+def render_failure(failure: describe.Failure, console: Console, age: Age | None = None) -> None:
+    """Why a row failed: how long it has (``age``), the expression, failing sample indices, an output excerpt."""
     row = failure.row
     look = status_words.row(row)
     heading = visible(f"\n{look.word} {row.name}  ({failure.where})")
     console.print(Text(heading, style=look.style + " bold"))
+    if age is not None:
+        console.print(f"  {visible(age_text(age))}", markup=False, soft_wrap=True)
     if failure.error:
         console.print(f"  {visible(failure.error)}", markup=False, soft_wrap=True)  # a path stays one copyable line
     if failure.expression:
@@ -135,37 +143,81 @@ def render_comparison_lines(comparison: Comparison, console: Console) -> None:
         console.print(Text(visible(line), style=style or ""))
 
 
+_HISTORY_COLUMNS = ("run", "label", "started", "verdict", "baseline", "exit", "rows", "pass rate")
+_HISTORY_DROPPED = ("baseline", "exit", "started", "rows", "label", "pass rate")  # first dropped first
+_RIGHT = ("exit", "rows", "pass rate")
+
+
 def render_history(run_files: Sequence[Path], console: Console) -> None:
     """Saved runs, newest first: id, label, date, the run's own verdict, the baseline gate's answer,
-    the exit code, rows, pass rate."""
+    the exit code, rows, pass rate. A run id is never cut, at any width: a narrow console drops other
+    columns first (baseline, exit, started, rows, label, pass rate), and one too narrow for an id and its
+    verdict gets a line per run instead of a table (the id whole, the console wraps it)."""
+    lines = [_history_cells(path) for path in run_files]
+    widths = {
+        name: max([len(name), *(len(line[index].plain) for line in lines)])
+        for index, name in enumerate(_HISTORY_COLUMNS)
+    }
+    shown = list(_HISTORY_COLUMNS)
+    for name in _HISTORY_DROPPED:
+        if _table_width(shown, widths) <= console.width:
+            break
+        shown.remove(name)
+    if _table_width(shown, widths) > console.width:
+        console.print("assay history (run, verdict)", markup=False)
+        for line in lines:
+            console.print(Text.assemble(line[0], "  ", line[3]), soft_wrap=True)
+        return
     table = Table(title="assay history", title_justify="left")
-    for name in ("run", "label", "started", "verdict", "baseline", "exit", "rows", "pass rate"):
-        table.add_column(name, justify="right" if name in ("exit", "rows", "pass rate") else "left")
-    for path in run_files:
-        if not path.exists():  # a run folder without run.json: still running, or killed (stopped at once)
-            running = holder(path.parent)
-            if running is not None:
-                table.add_row(path.parent.name, "", "", Text("running", style="cyan"), "", "", "", f"pid {running}")
-            else:
-                table.add_row(path.parent.name, "", "", Text("incomplete", style=_ERR), "", "", "", "no run.json")
-            continue
-        try:
-            run = load_run(path)
-        except RunFileError as exc:
-            reason = visible(str(exc.reason))
-            table.add_row(path.parent.name, "", "", Text("unreadable", style=_ERR), "", "", "", reason)
-            continue
-        counted = run.summary.counted
-        rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
-        verdict = run.verdict
-        table.add_row(
-            visible(run.run_id),
-            visible(run.label or ""),
-            visible(run.started_at),
-            Text(status_words.verdict(verdict).word, style=status_words.verdict(verdict).style),
-            Text(verdict.gate_word, style=status_words.status("FAIL").style if verdict.regressed else ""),
-            str(verdict.exit_code),
-            str(run.summary.rows),
-            rate,
-        )
+    for name in shown:
+        if name == "run":
+            table.add_column(name, no_wrap=True, min_width=widths["run"])
+        else:
+            table.add_column(name, justify="right" if name in _RIGHT else "left")
+    for line in lines:
+        table.add_row(*(cell for name, cell in zip(_HISTORY_COLUMNS, line, strict=True) if name in shown))
     console.print(table)
+
+
+def _table_width(columns: Sequence[str], widths: dict[str, int]) -> int:
+    """The width of a rich table showing ``columns`` whole: each cell padded by one space a side, a border
+    between and around them."""
+    return sum(widths[name] + 3 for name in columns) + 1
+
+
+def _history_cells(path: Path) -> tuple[Text, ...]:
+    """One saved run's cells, in ``_HISTORY_COLUMNS`` order."""
+    run_id = Text(visible(path.parent.name))
+    if not path.exists():  # a run folder without run.json: still running, or killed (stopped at once)
+        running = holder(path.parent)
+        if running is not None:
+            return (
+                run_id,
+                Text(),
+                Text(),
+                Text("running", style="cyan"),
+                Text(),
+                Text(),
+                Text(),
+                Text(f"pid {running}"),
+            )
+        return (run_id, Text(), Text(), Text("incomplete", style=_ERR), Text(), Text(), Text(), Text("no run.json"))
+    try:
+        run = load_run(path)
+    except RunFileError as exc:
+        reason = Text(visible(str(exc.reason)))
+        return (run_id, Text(), Text(), Text("unreadable", style=_ERR), Text(), Text(), Text(), reason)
+    counted = run.summary.counted
+    rate = f"{run.summary.passed / counted:.0%}" if counted else "-"
+    verdict = run.verdict
+    look = status_words.verdict(verdict)
+    return (
+        Text(visible(run.run_id)),
+        Text(visible(run.label or "")),
+        Text(visible(run.started_at)),
+        Text(look.word, style=look.style),
+        Text(verdict.gate_word, style=status_words.status("FAIL").style if verdict.regressed else ""),
+        Text(str(verdict.exit_code)),
+        Text(str(run.summary.rows)),
+        Text(rate),
+    )

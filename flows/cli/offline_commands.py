@@ -11,7 +11,7 @@ import typer
 from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.analysis.trends import trends
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
-from fixtures_core.files import write_text_atomic
+from fixtures_core.files import write_json_atomic, write_text_atomic
 from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.history import DEFAULT_LAST, suite_runs
 from fixtures_core.records.rundoc import load_run
@@ -21,11 +21,14 @@ from fixtures_core.reports.heatmap import pivots_of
 from fixtures_core.reports.html_trends import trends_html
 from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.trends import render as render_trends
+from fixtures_core.reports.trends import since_of, with_changes
+from fixtures_core.reports.trends_json import trends_document
 from fixtures_core.text import counted
 from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SUMMARY_HELP
 from flows.cli.session import Exit, err, out
 
 TRENDS_HTML_HELP = "Also write the trends as one self-contained HTML page here."
+TRENDS_JSON_HELP = "Also write what the page shows (flips, ages, streaks, steps, cost) as JSON here."
 MAX_TRENDS_RUNS = 1000
 
 
@@ -88,7 +91,8 @@ def show_command(
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
 ) -> None:
     """Print a saved run's report, as the run printed it."""
-    terminal.render(load_run(Store(Path(out_dir)).resolve_run(run_ref)), out)
+    run = load_run(Store(Path(out_dir)).resolve_run(run_ref))
+    terminal.render(run, out, since=since_of(run, Path(out_dir)))
 
 
 def report_command(
@@ -130,15 +134,19 @@ def trends_command(
     ] = None,
     last: Annotated[int, typer.Option("--last", help="How many of the suite's newest runs.")] = DEFAULT_LAST,
     html: Annotated[Optional[str], typer.Option("--html", help=TRENDS_HTML_HELP)] = None,
+    json_path: Annotated[Optional[str], typer.Option("--json", metavar="FILE", help=TRENDS_JSON_HELP)] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
 ) -> None:
-    """A suite's last runs: flips since the previous run, flaky streaks, metric steps, cost per run."""
+    """A suite's last runs: failures and their age, flips since the previous run, changes in the window,
+    flaky streaks, metric steps, cost per run."""
     if not 1 <= last <= MAX_TRENDS_RUNS:
         raise UsageError(f"--last must be between 1 and {MAX_TRENDS_RUNS} runs, got {last}")
     if html is not None:
         check_writable("--html", Path(html))
+    if json_path is not None:
+        check_writable("--json", Path(json_path))
     history = suite_runs(Store(Path(out_dir)), suite, last)
-    found = trends(history.runs)
+    found = with_changes(trends(history.runs, history.complete))
     render_trends(history, found, out)
     if html is not None:
         try:
@@ -146,6 +154,12 @@ def trends_command(
         except OSError as exc:
             raise AssayError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
         out.print(f"wrote {html}", soft_wrap=True)
+    if json_path is not None:
+        try:
+            write_json_atomic(Path(json_path), trends_document(history, found))
+        except OSError as exc:
+            raise AssayError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
+        out.print(f"wrote {json_path}", soft_wrap=True)
 
 
 def history_command(out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay") -> None:

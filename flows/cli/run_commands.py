@@ -22,8 +22,9 @@ from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, to_document
 from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
 from fixtures_core.reports import terminal
-from fixtures_core.reports.outputs import check_bundle, check_writable, write_bundle
+from fixtures_core.reports.outputs import check_bundle, check_writable, state_folder, write_bundle
 from fixtures_core.reports.progress import Progress
+from fixtures_core.reports.trends import since_of
 from fixtures_core.runs.options import RunOptions, resume_options
 from fixtures_core.runs.plan import plan
 from fixtures_core.runs.rejudge import rejudge
@@ -238,7 +239,7 @@ def _report(
     """
     if json_path is not None:
         _write_json_copy(json_path, run)
-    terminal.render(run, out, before_verdict)
+    terminal.render(run, out, before_verdict, since_of(run, state_folder(run)))
     for link in links:
         out.print(f"Prefect flow run: {link}", soft_wrap=True)
 

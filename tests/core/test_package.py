@@ -22,7 +22,7 @@ REPO = PACKAGE_DIR.parent
 # its own room and the rooms before it, never a later one. A new room gets a rank here.
 RANKS = {
     "errors": 0, "durations": 0, "spec": 0, "results": 0, "cel": 0, "limits": 0, "redaction": 0, "suite": 0,
-    "files": 0, "text": 0, "sequential": 0, "properties": 0, "threshold": 0, "judgment": 0,
+    "files": 0, "text": 0, "sequential": 0, "properties": 0, "threshold": 0, "judgment": 0, "changes": 0,
     "parsing": 1, "verdicts": 1,
     "execution": 2,
     "analysis": 3,

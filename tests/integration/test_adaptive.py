@@ -123,7 +123,8 @@ def test_a_decided_rows_left_over_samples_go_to_the_undecided_row(
         "undecided": 0, "extra_rows": 1, "extra": 11,
     }  # fmt: skip
     stdout = done.stdout.replace("\n", " ")
-    assert f"adaptive sampling: {SPENDING}" in stdout and "24/30 (max 20, +11 extra)" in stdout
+    assert f"adaptive sampling: {SPENDING}" in stdout
+    assert "24/30 (30 samples: 19 of its max 20, then 11 from the budget)" in stdout  # 19 + 11 = 30
     assert f"sampling 'edge': {rows['edge']['sampling']}" in stdout
     assert f"Adaptive sampling (2 rows: {SPENDING})" in files["summary.md"].read_text()
     assert f"adaptive sampling: {SPENDING}" in files["report.html"].read_text()

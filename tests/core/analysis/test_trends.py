@@ -7,12 +7,22 @@ beside it; the runs are built as run documents would load, without running anyth
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import pytest
 
 from fixtures_core.analysis.finalize import Summary
-from fixtures_core.analysis.trends import MIN_SIDE, find_step, run_costs, since_previous, trends
+from fixtures_core.analysis.trends import (
+    MIN_SIDE,
+    failure_ages,
+    find_step,
+    run_costs,
+    since_previous,
+    statuses_of,
+    trends,
+)
 from fixtures_core.records.rundoc import FixtureResult, RunResult
+from fixtures_core.reports.trends import age_text, headline, move_text, since_lines
 from fixtures_core.results import Check, MetricSummary, Outcomes, RowResult, SampleResult, Stochastic
 from fixtures_core.verdicts.precedence import worst
 
@@ -168,3 +178,121 @@ def test_since_the_previous_run_names_new_failures_fixed_rows_and_the_cost_chang
     assert since.still_failing == ("c",)
     assert since.previous.run_id == before.run_id and since.previous.commit == "abc1234def567890"
     assert since.cost_change == pytest.approx(0.12)  # 3 x 1.0 -> 3 x 1.12
+
+
+def broke_four_nights_ago(nights: int = 14) -> list[RunResult]:
+    """steady passes; breaks passes until night 10 and fails from then on (nights 10..13: 4 runs); wobbly is
+    flaky on nights 3, 6, 9 and 11; gone runs on nights 0..9 only."""
+    runs = []
+    for night in range(nights):
+        rows = [
+            row("steady", 3),
+            row("breaks", 3 if night < 10 else 0),
+            row("wobbly", 2 if night in (3, 6, 9, 11) else 3),
+        ]
+        runs.append(run(night, rows + ([row("gone", 3)] if night < 10 else [])))
+    return runs
+
+
+def test_a_failure_is_dated_from_the_first_run_of_its_unbroken_streak() -> None:
+    runs = broke_four_nights_ago()
+    found = trends(runs)
+
+    breaks = found.rows[0]  # failing now comes first, though it flipped nights ago
+    assert breaks.name == "breaks" and breaks.flip is None
+    assert breaks.age is not None
+    assert (breaks.age.runs, breaks.age.number, breaks.age.since.run_id) == (4, 11, runs[10].run_id)
+    assert not breaks.age.new and not breaks.age.at_least
+    assert [r.name for r in found.failing] == ["breaks"]
+    assert breaks.change is not None and (breaks.change.index, breaks.change.before) == (10, "PASS")
+
+
+def test_a_streak_ends_at_a_run_the_row_passed_or_did_not_run_in() -> None:
+    absent = run(1, [row("steady", 3)])
+    before = run(0, [row("x", 0)])
+    now = run(2, [row("x", 0), row("steady", 0)])
+
+    ages = {age.name: age for age in failure_ages(now, [statuses_of(absent), statuses_of(before)])}
+
+    assert ages["x"].new and ages["steady"].new  # x did not run in the run before: its old failure is another one
+    passed_then = run(1, [row("x", 3)])
+    assert failure_ages(now, [statuses_of(passed_then), statuses_of(before)])[0].new
+
+
+def test_an_age_that_reaches_the_oldest_run_read_may_be_older() -> None:
+    runs = broke_four_nights_ago()[-3:]  # the last 3 nights, all failing for breaks
+    breaks = trends(runs, complete=False).rows[0]
+    assert breaks.age is not None and breaks.age.at_least and breaks.age.runs == 3
+    assert age_text(breaks.age) == (
+        f"failing since run 1 ({runs[0].run_id}, 2026-12-12, commit abc1234def56) or before, 3 runs or more"
+    )
+    complete = trends(runs).rows[0].age
+    assert complete is not None and not complete.at_least
+
+
+def test_the_trends_headline_leads_with_the_verdict_the_oldest_open_break_and_the_window_changes() -> None:
+    runs = broke_four_nights_ago()
+    lines = headline(trends(runs))
+
+    assert lines[0] == (
+        f"newest run (14 of 14): FAIL, 1 of 3 rows failing: {runs[-1].run_id} "
+        "(label 'nightly', started 2026-12-14T02:00:00Z, commit abc1234def56)"
+    )
+    assert lines[1] == (
+        f"failing now, the oldest break first: 'breaks' failing since run 11 ({runs[10].run_id}, 2026-12-11, "
+        "commit abc1234def56), 4 runs"
+    )
+    assert (
+        lines[2]
+        == "2 rows changed in the last 14 runs: 'wobbly' FAIL -> PASS at run 13, 'breaks' PASS -> FAIL at run 11"
+    )
+    assert "no row flipped since the previous run" in lines
+
+
+def test_since_the_previous_run_names_every_failing_row_with_its_age() -> None:
+    runs = broke_four_nights_ago()
+    now = run(14, [row("steady", 0), row("breaks", 0), row("wobbly", 3)])
+
+    since = since_previous(runs[-1], now, [statuses_of(earlier) for earlier in reversed(runs[:-1])])
+
+    assert since.new_failures == ("steady",) and since.still_failing == ("breaks",)
+    told = since_lines(since)
+    assert "new failures: 'steady', all new tonight" in told
+    assert (
+        f"still failing: 'breaks' failing since run {runs[10].run_id} (2026-12-11, commit abc1234def56), 5 runs" in told
+    )
+    ages = {age.name: age_text(age) for age in since.ages}
+    assert ages["steady"] == "new tonight"
+
+
+def matrix_night(night: int, slow: set[str], factor: float = 1.35) -> RunResult:
+    """4 providers x 5 models; the ``slow`` providers' latency times ``factor``; openai m1 5% slower."""
+    rows = []
+    for provider in ("anthropic", "openai", "google", "local"):
+        for model in range(5):
+            ms = 100.0 + 10 * model
+            ms *= factor if provider in slow else 1.05 if (provider, model) == ("openai", 1) and night else 1.0
+            made = row(f"{provider} m{model}", 3, metrics={"latency_ms": ms, "cost_usd": 0.01})
+            rows.append(replace(made, properties={"provider": provider, "model": f"m{model}"}))
+    return run(night, rows)
+
+
+def test_metric_moves_since_the_previous_run_are_grouped_by_what_the_rows_share() -> None:
+    since = since_previous(matrix_night(0, set()), matrix_night(1, {"anthropic"}))
+
+    (move,) = since.moves  # openai m1's 5% is under the step rule's 10%; cost did not move
+    assert (move.metric, move.up, move.worse, move.shared, move.of) == (
+        "latency_ms", True, True, ("provider", "anthropic"), 5
+    )  # fmt: skip
+    assert move_text(move) == "latency_ms +35% on 5 rows: provider=anthropic (worse)"
+    assert since_lines(since)[:2] == [
+        "since the previous run: 0 new failures, 0 fixed, 1 metric moved, cost +0% (0.6 -> 0.6 usd)",
+        "metric moved: latency_ms +35% on 5 rows: provider=anthropic (worse)",
+    ]
+
+
+def test_moves_on_rows_that_share_nothing_are_named() -> None:
+    before = run(0, [row("a", 3, metrics={"latency_ms": 100.0}), row("b", 3, metrics={"latency_ms": 200.0})])
+    after = run(1, [row("a", 3, metrics={"latency_ms": 50.0}), row("b", 3, metrics={"latency_ms": 80.0})])
+    (move,) = since_previous(before, after).moves
+    assert move_text(move) == "latency_ms -60% to -50% on 2 rows: 'a', 'b' (better)"

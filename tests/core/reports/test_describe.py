@@ -205,7 +205,9 @@ def test_a_sample_budget_says_what_it_spent_and_how_its_rows_ended(matrix_run: R
         "cap, 1 undecided when the budget ran out; 2 rows took 3 extra samples"
     )
     cells = [describe.passed_cell(row) for row in run.rows]
-    assert cells[0].endswith("/5 (max 4)") and cells[2].endswith("/5 (max 4, +1 extra)")
+    assert cells[0].endswith("/5 (max 4)")
+    assert cells[2].endswith("/5 (5 samples: 4 of its max 4, then 1 from the budget)")
+    assert cells[3].endswith("/5 (5 samples: 3 of its max 4, then 2 from the budget)")  # stopped at 3, then 2 more
 
 
 def test_every_report_shows_what_the_sample_budget_spent(matrix_run: RunResult) -> None:
@@ -222,4 +224,5 @@ def test_every_report_shows_what_the_sample_budget_spent(matrix_run: RunResult) 
     assert f"adaptive sampling: {spending}" in shown.getvalue()
     assert f"Adaptive sampling (4 rows: {spending})" in markdown.render(run)
     assert f"adaptive sampling: {spending}" in html.html(run)
-    assert "+2 extra" in shown.getvalue() and "+2 extra" in markdown.render(run) and "+2 extra" in html.html(run)
+    told = "5 samples: 3 of its max 4, then 2 from the budget"
+    assert told in shown.getvalue() and told in markdown.render(run) and told in html.html(run)

@@ -134,3 +134,36 @@ def test_failure_excerpt_carries_no_escape_sequence_to_the_terminal() -> None:
     assert "agent output" in out.getvalue()
     assert "\x1b" not in out.getvalue() and "\x07" not in out.getvalue()
     assert "\\x1b[2J\\x1b]0;title\\x07agent output" in out.getvalue()  # shown, to be read
+
+
+@pytest.mark.parametrize("width", [200, 80, 60, 44, 30, 12])
+def test_history_never_cuts_a_run_id_at_any_width(tmp_path: Path, mixed_run: RunResult, width: int) -> None:
+    store = Store(tmp_path)
+    long_id = "20261203T145633.519440Z-0123456789ab-a-long-branch-name"
+    store.write_run(replace(mixed_run, run_id=long_id, label="nightly"))
+    store.write_run(mixed_run)
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    terminal.render_history(store.runs(), console)
+    out = console.file
+    assert isinstance(out, io.StringIO)
+    text = out.getvalue()
+    assert "…" not in text
+    found = set(text.split())  # whole words: an id cut or wrapped into two lines is not one
+    assert {long_id, mixed_run.run_id} <= found, text
+    assert "ERR" in text  # the verdict stays beside the id
+    if width == 200:  # room for every column
+        assert all(name in text for name in ("label", "started", "baseline", "exit", "rows", "pass rate"))
+
+
+def test_history_at_80_columns_drops_the_baseline_exit_and_start_before_cutting_an_id(
+    tmp_path: Path, mixed_run: RunResult
+) -> None:
+    store = Store(tmp_path)
+    run_id = "20261203T145633.519440Z-abc1234-main"  # as a run in a git work tree is named
+    store.write_run(replace(mixed_run, run_id=run_id, label="nightly"))
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    terminal.render_history(store.runs(), console)
+    out = console.file
+    assert isinstance(out, io.StringIO)
+    rows = cells_by_row(out.getvalue())
+    assert rows[run_id] == ["nightly", "ERR", "5", "50%"]  # label, verdict, rows, pass rate
