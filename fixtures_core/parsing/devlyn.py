@@ -105,7 +105,9 @@ class Bench:
 
 
 def find_bench(path: Path) -> Bench | None:
-    """The devlyn benchmark at ``path`` (its folder, or its ``fixtures/`` folder), or None."""
+    """The devlyn benchmark at ``path`` (its folder, or its ``fixtures/`` folder), or None. Its paths are
+    absolute: rows run in other folders (a workspace copy, a worker's), where a relative one means another place."""
+    path = path.absolute()  # not resolve(): a symlinked benchmark keeps the name its user gave it
     for root, fixtures in ((path, path / FIXTURES), (path.parent, path)):
         if (fixtures / TEST_REPO).is_dir() and any((d / "metadata.json").is_file() for d in fixtures.glob("F*")):
             return Bench(root, fixtures)
