@@ -186,6 +186,16 @@ class GateSpec:
 
 
 @dataclass(frozen=True)
+class CaseFacts:
+    """What a gate may read of a case before it runs (its shared properties, whether it is a known limit):
+    a subset's gates tell a case they are about from one they are not, whether it ran or not."""
+
+    name: str
+    properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    known_limit: bool = False
+
+
+@dataclass(frozen=True)
 class SuiteSpec:
     """The suite keys of one fixture file's frontmatter."""
 
@@ -202,6 +212,7 @@ class SuiteSpec:
     judge: JudgeSpec | None = None
     gates: tuple[GateSpec, ...] = ()
     cases: tuple[str, ...] = ()  # every case (table row) of the file, whether a run selects it or not
+    case_facts: tuple[CaseFacts, ...] = ()  # the same cases, what gates read of them before they run
     required_files: tuple[RequiredFile, ...] = ()
     max_deps_added: int | None = None
     disqualify: tuple[DisqualifyRule, ...] | None = None  # None: not said (devlyn's suites: every rule)

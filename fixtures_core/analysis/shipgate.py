@@ -41,7 +41,7 @@ from fixtures_core.execution.judging import SuiteJudging
 from fixtures_core.judgment import ArmScore, Judgment
 from fixtures_core.results import CaseResult, MetricValue, RowResult, Status
 from fixtures_core.spec import MetricSpec, RowSpec
-from fixtures_core.suite import SCORE_METRIC, JudgeSpec, SuiteSpec
+from fixtures_core.suite import SCORE_METRIC, CaseFacts, JudgeSpec, SuiteSpec
 from fixtures_core.verdicts import case as case_verdict
 from fixtures_core.verdicts import row as row_verdict
 from fixtures_core.verdicts.gates import CaseData, GateInputs, GateResult, evaluate
@@ -261,7 +261,8 @@ def suite_outcome(
         baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None else {},
         rotation_candidates=_saturated(cases, previous),
     )
-    inputs = gate_inputs(outcome, [case for case in suite.cases if case not in by_case])
+    facts = {f.name: f for f in suite.case_facts}
+    inputs = gate_inputs(outcome, [facts.get(case, CaseFacts(case)) for case in suite.cases if case not in by_case])
     gates = tuple(evaluate(gate, inputs) for gate in suite.gates)
     warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
     warnings += [f"soft gate '{g.name}' warned" for g in gates if g.severity == "soft" and g.status == "fail"]
@@ -281,11 +282,18 @@ def suite_outcome(
     return done, arm_rows
 
 
-def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[str] = ()) -> GateInputs:
+def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[CaseFacts] = ()) -> GateInputs:
     """What the gates of a suite read (``verdicts.gates``): its cases, and those of its file it did not run."""
     first = outcome.compare[0] if outcome.compare is not None else None
     cases = [_case_data(case, first) for case in outcome.cases]
-    return GateInputs(gate_context(outcome), cases, unrun, outcome.dry_run)
+    left_out = [_left_out_value(facts) for facts in unrun]
+    return GateInputs(gate_context(outcome), cases, [f.name for f in unrun], outcome.dry_run, left_out)
+
+
+def _left_out_value(facts: CaseFacts) -> dict[str, object]:
+    """A case this run did not run as a gate's CEL sees it before it runs: no status, arms or margin."""
+    properties = _gate_properties(facts.properties)
+    return {"name": facts.name, "known_limit": facts.known_limit, "arms": {}, "properties": properties}
 
 
 def _case_data(case: CaseOutcome, first: str | None) -> CaseData:

@@ -31,7 +31,7 @@ from fixtures_core.parsing.devlyn_gates import devlyn_gates
 from fixtures_core.parsing.devlyn_lint import lint_fixture
 from fixtures_core.parsing.row_errors import broken_row
 from fixtures_core.parsing.settings import Inherited
-from fixtures_core.parsing.suite import ARM_PROPERTY, CASE_PROPERTY, missing_tools
+from fixtures_core.parsing.suite import ARM_PROPERTY, CASE_PROPERTY, missing_tools, with_case_facts
 from fixtures_core.parsing.tables import command_argv
 from fixtures_core.spec import Expectation, FixtureFile, FixtureWarning, PropertyValue, RowSpec
 from fixtures_core.suite import (
@@ -129,7 +129,7 @@ def read_bench(bench: Bench, display: str, identity: str, settings: Inherited | 
     suite = replace(suite, cases=cases)
     rows = [replace(row, ab=replace(row.ab, suite=suite)) if row.ab is not None else row for row in rows]
     return FixtureFile(
-        path=display, sha256=digest.hexdigest(), rows=tuple(rows), identity=identity, warnings=tuple(warnings)
+        path=display, sha256=digest.hexdigest(), rows=with_case_facts(rows), identity=identity, warnings=tuple(warnings)
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +16,10 @@ from fixtures_core.parsing.sampling import with_sampling
 from fixtures_core.spec import Matrix, RowSpec, Sampling
 
 GAVEL_SUFFIX = ".fixture.md"
+# What devlyn's run-suite.sh takes as a fixture argument (``[FS][0-9]*``): a fixture folder's name or its
+# short id, the part before the slug.
+FIXTURE_ID = re.compile(r"[FS]\d[\w.-]*")
+SHORT_ID = re.compile(r"[FS]\d+[A-Za-z]?")
 
 
 def fixture_paths(paths: Sequence[str]) -> list[Path]:
@@ -61,15 +67,52 @@ def _walk(folder: Path) -> list[Path]:
 
 def load_matrix(paths: Sequence[str]) -> Matrix:
     """Parse every fixture file. An error stays where it belongs: a broken row, table or block makes its
-    own row ERR, a broken file (its frontmatter, its bytes) its own rows, and every other row runs."""
-    return Matrix(files=tuple(read_file(path) for path in fixture_paths(paths)))
+    own row ERR, a broken file (its frontmatter, its bytes) its own rows, and every other row runs.
+
+    A path that does not exist and reads as a devlyn fixture id (``F2``, ``F2-goodbye-command``: what
+    devlyn's ``run-suite.sh F2 F5`` takes) names a fixture of the suites given beside it: only those run.
+    """
+    files = [path for path in paths if not _fixture_id(path)]
+    ids = [path for path in paths if _fixture_id(path)]
+    if ids and not files:
+        raise UsageError(
+            f"{ids[0]}: a fixture id names a fixture of a benchmark: give its folder too (FOLDER {ids[0]})"
+        )
+    matrix = Matrix(files=tuple(read_file(path) for path in fixture_paths(files)))
+    return only_fixtures(matrix, ids) if ids else matrix
+
+
+def _fixture_id(text: str) -> bool:
+    return FIXTURE_ID.fullmatch(text) is not None and not os.path.lexists(text)
+
+
+def names_fixture(case: str, name: str) -> bool:
+    """Whether ``name`` names the case ``case``: its whole name, or a devlyn fixture's short id
+    (``F2`` for ``F2-goodbye-command``)."""
+    return case == name or (SHORT_ID.fullmatch(name) is not None and case.startswith(name + "-"))
+
+
+def only_fixtures(matrix: Matrix, ids: Sequence[str]) -> Matrix:
+    """The rows of the suite cases ``ids`` name (every other row left out); an id that names no case of
+    the given suites is a UsageError naming the cases there are."""
+    cases = list(dict.fromkeys(row.ab.case for row in matrix.rows if row.ab is not None))
+    for name in ids:
+        if not any(names_fixture(case, name) for case in cases):
+            known = ", ".join(cases[:12]) + (f" and {len(cases) - 12} more" if len(cases) > 12 else "")
+            given = ", ".join(f.path for f in matrix.files)
+            raise UsageError(f"{name}: no such fixture in {given} (its fixtures: {known or 'none'})")
+    files = []
+    for fixture in matrix.files:
+        rows = [r for r in fixture.rows if r.ab is not None and any(names_fixture(r.ab.case, n) for n in ids)]
+        files.append(replace(fixture, rows=tuple(rows)))
+    return Matrix(files=tuple(files))
 
 
 def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = None) -> Matrix:
     """Keep rows whose name matches any of ``name_globs`` (all rows without one), and the
     baseline rows they compare with (a comparison must never be dropped by a filter);
     override every row's repeat (``RunOptions.check`` checks it)."""
-    wanted = {r.name for r in matrix.rows if not name_globs or any(fnmatch.fnmatchcase(r.name, g) for g in name_globs)}
+    wanted = {r.name for r in matrix.rows if not name_globs or any(_matches(r, g) for g in name_globs)}
     wanted |= _baselines_of(matrix, wanted)
     files = []
     for fixture in matrix.files:
@@ -83,6 +126,13 @@ def select(matrix: Matrix, name_globs: Sequence[str] = (), repeat: int | None = 
             raise UsageError(f"--filter {', '.join(map(repr, name_globs))} matches no row")
         raise UsageError("the fixtures contain no rows")
     return selected
+
+
+def _matches(row: RowSpec, glob: str) -> bool:
+    """A row matches a ``--filter`` glob by its name, or by its suite case (a fixture id: ``F2``)."""
+    if fnmatch.fnmatchcase(row.name, glob):
+        return True
+    return row.ab is not None and (fnmatch.fnmatchcase(row.ab.case, glob) or names_fixture(row.ab.case, glob))
 
 
 def samples_at_once(matrix: Matrix) -> Matrix:
