@@ -40,7 +40,7 @@ DEFAULT_JUDGE_TIMEOUT_S = 600.0
 SCORE_METRIC = "score"  # the judge's total, kept per sample as a metric of each arm row
 
 
-_SHIPPED_FIGURE = re.compile(r"\bbaseline_(?:margin|score|findings|catch_rate)\b")
+SHIPPED_FIGURE = re.compile(r"\bbaseline_(?:margin|score|findings|catch_rate)\b")
 
 
 def matches_case(globs: tuple[str, ...], case: str) -> bool:
@@ -224,7 +224,7 @@ class SuiteSpec:
     @property
     def compares_with_shipped(self) -> bool:
         """A gate reads the saved run's figures (``baseline_margin``, ``baseline_score``)."""
-        return any(_SHIPPED_FIGURE.search(gate.cel) for gate in self.gates)
+        return any(SHIPPED_FIGURE.search(gate.cel) for gate in self.gates)
 
     @property
     def pair(self) -> tuple[str, str] | None:

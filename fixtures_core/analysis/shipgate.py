@@ -35,8 +35,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from fixtures_core.analysis.baseline import RunFacts
+from fixtures_core.execution.judge import rubric_digest
 from fixtures_core.execution.judging import SuiteJudging
 from fixtures_core.judgment import ArmScore, Judgment
 from fixtures_core.results import CaseResult, MetricValue, RowResult, Status
@@ -124,8 +126,10 @@ class SuiteOutcome:
     catch_rate:            per arm, the share of judged cases without a critical finding from the judge.
     rotation_candidates:   cases every arm scored above 95 in, in this run and in the shipped one (seed 04:
                            saturated, to be replaced by a harder fixture).
-    comparable:            False when the saved run was judged on another rubric (its figures are shown,
-                           and flagged: seed 04 calls the rubric the comparability anchor).
+    comparable:            False when the saved run was judged on another rubric, another judge prompt or
+                           another fixture set (seed 04 calls the rubric the comparability anchor): its
+                           figures are shown, never compared (the gates that read them are not evaluated).
+    incomparable:          why it is not comparable (``RUBRIC.md changed``); None when it is.
     arm_models:            per arm, the model it runs (the suite's ``model``, or its provenance command's output).
     baseline_facts:        the saved run's id, label, start and commit (older run documents have none).
     """
@@ -152,6 +156,7 @@ class SuiteOutcome:
     baseline_catch_rate: Mapping[str, float] = field(default_factory=dict)
     rotation_candidates: tuple[str, ...] = ()
     comparable: bool = True
+    incomparable: str | None = None
     arm_models: Mapping[str, str] = field(default_factory=dict)  # per arm, the model it said it ran
     baseline_facts: RunFacts | None = None
 
@@ -232,7 +237,9 @@ def suite_outcome(
     for spec in members:
         assert spec.ab is not None
         by_case.setdefault(spec.ab.case, []).append(spec)
-    previous = {c.name: c for c in baseline.cases} if baseline is not None else {}
+    incomparable = _incomparable(suite, judging, baseline) if not dry_run else None
+    # a saved run judged otherwise is shown, never compared: not with this run's cases either
+    previous = {c.name: c for c in baseline.cases} if baseline is not None and incomparable is None else {}
     judgments = judging.judgments if judging is not None else ()
     arm_rows: dict[str, RowResult] = {}
     cases = []
@@ -252,19 +259,22 @@ def suite_outcome(
         compare=pair,
         averages=averages,
         margin=_mean([c.margin for c in cases]),
-        baseline_margin=baseline.margin if baseline is not None else None,
+        baseline_margin=baseline.margin if baseline is not None and incomparable is None else None,
         baseline=baseline_name if baseline is not None else None,
         dry_run=dry_run,
         fixtures_run=sum(c.status in ("PASS", "FAIL") for c in cases),
         margins=arm_margins(cases, arms, pair),
         catch_rate=catch_rates(cases, arms),
-        baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None else {},
+        baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None and incomparable is None else {},
         rotation_candidates=_saturated(cases, previous),
+        comparable=incomparable is None,
+        incomparable=incomparable,
     )
     facts = {f.name: f for f in suite.case_facts}
     inputs = gate_inputs(outcome, [facts.get(case, CaseFacts(case)) for case in suite.cases if case not in by_case])
     gates = tuple(evaluate(gate, inputs) for gate in suite.gates)
-    warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
+    warnings = [f"not comparable with {baseline_name}: {incomparable}"] if incomparable is not None else []
+    warnings += [w for case in cases if (w := _known_limit_warning(case)) is not None]
     warnings += [f"soft gate '{g.name}' warned" for g in gates if g.severity == "soft" and g.status == "fail"]
     warnings += [
         f"{name}: every arm scored above {SATURATED:g} here and in {baseline_name}: saturated, a rotation candidate"
@@ -287,7 +297,9 @@ def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[CaseFacts] = ()) -> GateI
     first = outcome.compare[0] if outcome.compare is not None else None
     cases = [_case_data(case, first) for case in outcome.cases]
     left_out = [_left_out_value(facts) for facts in unrun]
-    return GateInputs(gate_context(outcome), cases, [f.name for f in unrun], outcome.dry_run, left_out)
+    return GateInputs(
+        gate_context(outcome), cases, [f.name for f in unrun], outcome.dry_run, left_out, outcome.incomparable
+    )
 
 
 def _left_out_value(facts: CaseFacts) -> dict[str, object]:
@@ -329,18 +341,27 @@ def _difference(case: CaseOutcome, arm: str, other: str) -> float | None:
     return mine.score - theirs.score
 
 
-def rubric_comparability(outcome: SuiteOutcome, previous: SuiteOutcome | None) -> SuiteOutcome:
-    """Flag a saved run judged on another rubric than this run: its figures are shown but not comparable
-    (seed 04: the rubric is the comparability anchor; "changing it invalidates comparability")."""
-    mine = outcome.judge.rubric_sha256 if outcome.judge is not None else None
-    theirs = previous.judge.rubric_sha256 if previous is not None and previous.judge is not None else None
-    if mine is None or theirs is None or mine == theirs or outcome.baseline is None:
-        return outcome
-    warning = (
-        f"the rubric changed since {outcome.baseline} (sha256 {theirs[:12]} then, {mine[:12]} now): "
-        f"scores and margins are not comparable with it"
-    )
-    return replace(outcome, comparable=False, warnings=(warning, *outcome.warnings))
+def _incomparable(suite: SuiteSpec, judging: SuiteJudging | None, baseline: SuiteOutcome | None) -> str | None:
+    """Why the saved run cannot be compared with this one (seed 04: the rubric is the comparability anchor;
+    "changing it invalidates comparability"), or None: another rubric, another judge prompt (protocol), or
+    another fixture set."""
+    if baseline is None:
+        return None
+    reasons = []
+    then = baseline.judge
+    if judging is not None and then is not None:
+        now = rubric_digest(judging.judge)
+        if now is not None and then.rubric_sha256 is not None and now != then.rubric_sha256:
+            name = Path(judging.judge.rubric or "rubric").name
+            reasons.append(f"{name} changed: sha256 {then.rubric_sha256[:12]} then, {now[:12]} now")
+        if judging.judge.protocol != then.protocol:
+            reasons.append(f"the judge's prompt changed: {then.protocol}'s then, {judging.judge.protocol}'s now")
+    before, now_cases = {c.name for c in baseline.cases}, set(suite.cases)
+    if before and now_cases and before != now_cases:
+        added, removed = sorted(now_cases - before), sorted(before - now_cases)
+        told = [f"added {', '.join(added)}"] * bool(added) + [f"removed {', '.join(removed)}"] * bool(removed)
+        reasons.append(f"the fixture set changed: {'; '.join(told)}")
+    return "; ".join(reasons) or None
 
 
 def catch_rates(cases: Sequence[CaseOutcome], arms: Sequence[str]) -> dict[str, float]:

@@ -85,6 +85,8 @@ def regression_text(suite: SuiteOutcome) -> str:
     """The margin against the saved run's, and the case that lost most; ``n/a (first run)`` without one."""
     if suite.baseline is None:
         return "n/a (first run)"
+    if suite.incomparable is not None:
+        return f"not compared: not comparable ({suite.incomparable})"
     if suite.margin is None or suite.baseline_margin is None:
         return f"n/a (no margin to compare with {suite.baseline})"
     text = f"suite margin {points(suite.margin, sign=True)} vs {points(suite.baseline_margin, sign=True)} "

@@ -6,6 +6,10 @@ A gate is a CEL expression over ``rows`` (the cases of an A/B suite, as
 It answers only on data:
 
 * a dry run scores nothing: every gate is **not evaluated**;
+* a saved run judged on another rubric, judge prompt or fixture set is not
+  compared with this run (seed 04: the rubric is the comparability anchor):
+  a gate that reads its figures (``baseline_margin``, ``baseline_score``,
+  ``baseline_catch_rate``) is **not evaluated**, saying why;
 * a gate that names (in a string literal) a case this run did not select is
   **not evaluated** ("n/a"): it would be judged on a case that is not there;
 * on a subset (a run that left out cases of its suite: fixture ids, ``--filter``)
@@ -47,7 +51,7 @@ from fixtures_core.cel import code_positions, compile_expression, conjuncts, ope
 from fixtures_core.errors import CelError
 from fixtures_core.parsing.suite import GATE_VARIABLES
 from fixtures_core.results import Outcome, Status
-from fixtures_core.suite import GateSeverity, GateSpec
+from fixtures_core.suite import SHIPPED_FIGURE, GateSeverity, GateSpec
 
 DRY_RUN = "dry run: nothing was scored"
 _SIDE_CHARS = 60  # a longer side (a whole filter) says less than the gate's name
@@ -57,7 +61,7 @@ _RECEIVER = re.compile(r"[A-Za-z0-9_.]")
 # ``.size() >= N`` (N >= 2) or ``.size() > N`` (N >= 1) right after a filter: it counts the cases that meet it.
 _COUNTED = re.compile(r"\s*\.size\(\)\s*(?:>=\s*(?:[2-9]|\d{2,})|>\s*(?:[1-9]|\d{2,}))")
 _READS_SCORES = re.compile(r"\b(margin|margins|score|average)\b")
-_SHIPPED_FIGURE = re.compile(r"\bsuite\.baseline_\w+")
+_SUITE_FIGURE_OF_SHIPPED = re.compile(r"\bsuite\.baseline_\w+")
 
 
 @dataclass(frozen=True)
@@ -114,12 +118,16 @@ class GateInputs:
     unrun: Sequence[str] = ()
     dry_run: bool = False
     unrun_rows: Sequence[Mapping[str, object]] = ()  # the left-out cases as a gate's CEL sees them before they run
+    incomparable: str | None = None  # why the saved run is not comparable with this one (``RUBRIC.md changed``)
 
 
 def evaluate(gate: GateSpec, inputs: GateInputs) -> GateResult:
     """The gate's answer (module docstring)."""
     if inputs.dry_run:
         return GateResult(gate.name, gate.cel, gate.severity, "not_evaluated", DRY_RUN)
+    if inputs.incomparable is not None and SHIPPED_FIGURE.search(gate.cel):
+        reason = f"not comparable ({inputs.incomparable}): the saved run's figures are not compared"
+        return GateResult(gate.name, gate.cel, gate.severity, "not_evaluated", reason)
     named = _named(gate.cel, [*(c.name for c in inputs.cases), *inputs.unrun])
     unrun = [name for name in named if name in inputs.unrun]
     if unrun:
@@ -161,7 +169,7 @@ def _about_left_out(cel: str, inputs: GateInputs) -> str | None:
     left_out = _listed(inputs.unrun)
     if any(kind == "count" for kind, _v, _p in _over_cases(cel)):
         return f"n/a: it counts cases across the whole suite, and this run left out {left_out}"
-    if _SHIPPED_FIGURE.search(cel):
+    if _SUITE_FIGURE_OF_SHIPPED.search(cel):
         return f"n/a: it compares the suite's figures with the saved run's, and this run left out {left_out}"
     for kind, variable, predicate in _over_cases(cel):
         if kind != "selection":

@@ -15,7 +15,7 @@ from fixtures_core.files import write_text_atomic
 from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.history import DEFAULT_LAST, suite_runs
 from fixtures_core.records.rundoc import load_run
-from fixtures_core.records.store import SHIPPED, Store
+from fixtures_core.records.store import SHIPPED, Store, new_baseline_note
 from fixtures_core.reports import terminal
 from fixtures_core.reports.heatmap import pivots_of
 from fixtures_core.reports.html_trends import trends_html
@@ -57,6 +57,9 @@ def bless_command(
     regress, unless --force."""
     target = Store(Path(out_dir)).bless(run_ref, name, force=force)
     out.print(f"blessed {run_ref} as '{name}': {target}", soft_wrap=True)
+    note = new_baseline_note(load_run(target))
+    if note is not None:
+        out.print(note, soft_wrap=True)
 
 
 def compare_command(

@@ -20,7 +20,7 @@ from fixtures_core.errors import AssayError, UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, to_document
-from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
+from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_baseline_note, new_run_id
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import check_bundle, check_writable, write_bundle
 from fixtures_core.reports.progress import Progress
@@ -254,6 +254,9 @@ def _bless_if_passed(run: RunResult, out_dir: str, force: bool = False) -> None:
         return
     target = Store(Path(out_dir)).bless(run.run_id, SHIPPED, force=True)
     out.print(f"blessed {run.run_id} as '{SHIPPED}': {target}", soft_wrap=True)
+    note = new_baseline_note(run)
+    if note is not None:
+        out.print(note, soft_wrap=True)
 
 
 def execute_run(
