@@ -122,7 +122,9 @@ class SuiteOutcome:
     rejudged:              the run whose evidence this run re-judged.
     evidence_run:          the run whose folder holds the attempts (this run's own when absent).
     fixtures_run:          the cases that ran (PASS or FAIL: the ones the gates see).
-    hard_floor_violations: the hard gates that failed.
+    hard_floor_violations: devlyn's figure of that name (compile-report.py): the cases whose first arm of
+                           ``compare`` was disqualified.
+    failed_hard_gates:     assay's own count: the hard gates that failed.
     catch_rate:            per arm, the share of judged cases without a critical finding from the judge.
     rotation_candidates:   cases every arm scored above 95 in, in this run and in the shipped one (seed 04:
                            saturated, to be replaced by a harder fixture).
@@ -151,6 +153,7 @@ class SuiteOutcome:
     evidence_run: str | None = None
     fixtures_run: int = 0
     hard_floor_violations: int = 0
+    failed_hard_gates: int = 0
     margins: Mapping[str, float] = field(default_factory=dict)  # per arm, its mean margin over compare's second
     catch_rate: Mapping[str, float] = field(default_factory=dict)
     baseline_catch_rate: Mapping[str, float] = field(default_factory=dict)
@@ -287,9 +290,25 @@ def suite_outcome(
         if j.disagreement
     ]
     verdict = case_verdict.suite_verdict([c.status for c in cases], [(g.severity, g.status) for g in gates])
-    violations = sum(g.severity == "hard" and g.status == "fail" for g in gates)
-    done = replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict, hard_floor_violations=violations)
+    failed = sum(g.severity == "hard" and g.status == "fail" for g in gates)
+    done = replace(
+        outcome,
+        gates=gates,
+        warnings=tuple(warnings),
+        verdict=verdict,
+        failed_hard_gates=failed,
+        hard_floor_violations=disqualified_first_arms(outcome),
+    )
     return done, arm_rows
+
+
+def disqualified_first_arms(outcome: SuiteOutcome) -> int:
+    """devlyn's ``hard_floor_violations`` (compile-report.py): the cases whose first arm of ``compare`` (its
+    variant) was disqualified."""
+    if outcome.compare is None:
+        return 0
+    first = outcome.compare[0]
+    return sum(1 for case in outcome.cases if first in case.arms and case.arms[first].disqualified)
 
 
 def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[CaseFacts] = ()) -> GateInputs:

@@ -73,7 +73,10 @@ def summary_lines(suite: SuiteOutcome) -> list[str]:
     pairs = [(f"Suite average {arm} score:", points(suite.averages.get(arm))) for arm in suite.arms]
     if suite.compare is not None:
         pairs.append(("Suite average margin:", points(suite.margin, sign=True)))
+    # devlyn's figure under devlyn's name (compile-report.py: cases whose first arm was disqualified); assay's own
+    # count of failed hard gates under its own
     pairs.append(("Hard-floor violations:", str(suite.hard_floor_violations)))
+    pairs.append(("Failed hard gates:", str(suite.failed_hard_gates)))
     pairs.append((f"Regression vs {suite.baseline or 'shipped'}:", regression_text(suite)))  # its own name and id
     if suite.baseline_facts is not None:
         pairs.append(("Compared with:", baseline_facts(suite.baseline_facts)))

@@ -131,7 +131,7 @@ def compare(
         for arm in ARMS:
             found += _arm(fixture, arm, recorded, ran, oracles, "summary" in recorded, commands)
         if "summary" in recorded:
-            found += _case(fixture, recorded, ran)
+            found += [_with_verification(c, found) for c in _case(fixture, recorded, ran)]
     if "suite" in expected:
         found += _suite(expected, ran, shipped, subset)
     verdict = next((c for c in found if c.what == "verdict"), None)
@@ -141,6 +141,20 @@ def compare(
     else:
         found.append(Conclusion("exit code", expected["exit_code"], ran.returncode))
     return found
+
+
+def _with_verification(conclusion: Conclusion, found: list[Conclusion]) -> Conclusion:
+    """A summary row's verify score differs where the arm's verification does, by the same rule: the seed's
+    score is the share of the commands the seed's rule passes."""
+    if not conclusion.what.endswith(".verify_score") or conclusion.agrees:
+        return conclusion
+    fixture, _summary, where = conclusion.what.split(" ", 2)
+    arm = where.split(".")[1]
+    verification = next((c for c in found if c.what == f"{fixture}/{arm} verification"), None)
+    if verification is None or verification.difference is None or not isinstance(verification.rule, list):
+        return conclusion
+    rule = sum(verification.rule) / len(verification.rule) if verification.rule else None
+    return Conclusion(conclusion.what, conclusion.devlyn, conclusion.assay, verification.difference, rule)
 
 
 def _declared_commands(bench: Path | None, fixture: str) -> list[dict[str, Any]] | None:
@@ -276,13 +290,36 @@ def _case(fixture: str, recorded: dict[str, Any], ran: Ran) -> list[Conclusion]:
     best = max(clean.values(), default=None)
     leaders = [a for a, score in clean.items() if score == best]
     seed_winner = leaders[0] if len(leaders) == 1 else "tie"
-    return [
+    found = [
         Conclusion(f"{fixture} margin", summary["margins"]["variant_over_bare"], case.get("margin")),
         Conclusion(f"{fixture} solo_claude margin", summary["margins"]["solo_over_bare"], solo),
         Conclusion(
             f"{fixture} winner", winner, case.get("winner"), DISQUALIFIED_LOSES if lost else None, seed_winner
         ),  # fmt: skip
     ]
+    return found + _summary_row(fixture, summary, ran)
+
+
+# compile-report.py's figures of one fixture (summary.json ``rows[]``) that derive.py records, and of each arm.
+ROW_FIGURES = ("category", "margin", "variant_score", "variant_disqualifier")
+ROW_ARM_FIGURES = ("score", "disqualifier", "verify_score", "timed_out")
+
+
+def _summary_row(fixture: str, recorded: dict[str, Any], ran: Ran) -> list[Conclusion]:
+    """Every figure of the fixture's row of devlyn's summary.json against the one assay's summary.json
+    holds under the same name (the winner is compared above, from run.json)."""
+    ours = next(row for row in ran.file("summary.json")["rows"] if row["fixture"] == fixture)
+    found = [Conclusion(f"{fixture} summary {key}", recorded[key], ours.get(key)) for key in ROW_FIGURES]
+    found += [
+        Conclusion(f"{fixture} summary margins.{name}", value, ours["margins"].get(name))
+        for name, value in recorded["margins"].items()
+    ]
+    found += [
+        Conclusion(f"{fixture} summary arms.{arm}.{key}", theirs.get(key), ours["arms"].get(arm, {}).get(key))
+        for arm, theirs in recorded["arms"].items()
+        for key in ROW_ARM_FIGURES
+    ]
+    return found
 
 
 def _suite(expected: dict[str, Any], ran: Ran, shipped: dict[str, Any] | None, subset: bool) -> list[Conclusion]:
@@ -298,10 +335,12 @@ def _suite(expected: dict[str, Any], ran: Ran, shipped: dict[str, Any] | None, s
         ),  # fmt: skip
         Conclusion("fixtures scored", devlyn["fixtures_scored"], suite["fixtures_run"]),
     ]
-    found += [
-        Conclusion(key.replace("_", " "), devlyn[key], summary[key])
-        for key in ("hard_floor_violations", "margin_ge_5_count", "gated_fixtures", "known_limit_fixtures")
-    ]
+    # every figure of compile-report.py's summary.json, under its name (derive.py records them all but the
+    # wall-clock ratios, which stubs make noise), and devlyn's hard_floor_violations in run.json too
+    found += [Conclusion(f"summary {key}", devlyn[key], summary.get(key)) for key in SUMMARY_FIGURES]
+    found.append(
+        Conclusion("run.json hard_floor_violations", devlyn["hard_floor_violations"], suite["hard_floor_violations"])
+    )
     gate = expected["ship_gate"]
     failed, warned = _gate_lines(gate["failures"]), _gate_lines(gate["warnings"])
     catch = shipped is not None and _catch_rate(expected) < _catch_rate(shipped)
@@ -337,6 +376,12 @@ def _about_left_out(gate: str, ran_e2e: bool) -> bool:
         or gate in ("the suite margin dropped no more than 3 points vs shipped", CATCH_GATE)
         or ("every e2e fixture" in gate and not ran_e2e)
     )
+
+
+SUMMARY_FIGURES = (
+    "fixtures_total", "fixtures_scored", "variant_avg", "bare_avg", "margin_avg", "scores_avg_by_arm", "margins_avg",
+    "hard_floor_violations", "margin_ge_5_count", "gated_fixtures", "known_limit_fixtures", "arms_present",
+)  # fmt: skip
 
 
 def _gate_lines(lines: list[str]) -> set[str]:

@@ -53,15 +53,17 @@ SUBSETS = {"subset": ("night1", ["F2", "F5"]), "subset-night2": ("night2", ["F3"
 SEED_04 = {
     **{
         (night, what): STDOUT_ONLY  # F2 bare prints its farewell on stderr
-        for night in ("night1", "rejudge", "night2")
-        for what in ("F2-goodbye-command/bare verification", "F2-goodbye-command/bare verification reasons")
+        for night in ("night1", "rejudge", "night2", "subset")
+        for what in (
+            "F2-goodbye-command/bare verification",
+            "F2-goodbye-command/bare verification reasons",
+            "F2-goodbye-command summary arms.bare.verify_score",
+        )
     },
     ("night1", "F5-upper-no-deps/bare new dependencies"): DEPENDENCIES,  # npm writes package.json indented
     ("rejudge", "F5-upper-no-deps/bare new dependencies"): DEPENDENCIES,
     ("night2", "F5-upper-no-deps winner"): DISQUALIFIED_LOSES,  # the judge picks bare, which is disqualified
     ("night2", "gate: the critical-finding catch rate of variant did not fall vs shipped"): CATCH_RATE,
-    ("subset", "F2-goodbye-command/bare verification"): STDOUT_ONLY,
-    ("subset", "F2-goodbye-command/bare verification reasons"): STDOUT_ONLY,
     ("subset", "F5-upper-no-deps/bare new dependencies"): DEPENDENCIES,
     # Gates about fixtures a subset did not run: devlyn fails the e2e fixture's and the coverage floors, and
     # compares the subset's suite margin with the whole shipped suite's; assay evaluates none of them.

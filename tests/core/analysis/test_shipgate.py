@@ -117,7 +117,9 @@ def test_a_hard_gate_fails_the_run_and_a_soft_gate_warns(tmp_path: Path) -> None
     warned = run_suite(tmp_path, cases, soft)
 
     assert (only_suite(failed).verdict, failed.status, failed.verdict.exit_code) == ("FAIL", "FAIL", 1)
-    assert only_suite(failed).hard_floor_violations == 1
+    # assay's count of failed hard gates under its own name; devlyn's hard-floor violations (disqualified
+    # first arms) under devlyn's
+    assert (only_suite(failed).failed_hard_gates, only_suite(failed).hard_floor_violations) == (1, 0)
     assert [g.status for g in only_suite(failed).gates] == ["fail"]
     assert (only_suite(warned).verdict, warned.status) == ("PASS", "PASS")
     assert only_suite(warned).warnings == ("soft gate 'margin floor' warned",)  # a soft gate never blocks
@@ -414,7 +416,7 @@ def test_with_every_case_errored_no_gate_fails_and_the_verdict_leads_with_the_er
     assert [g.status for g in suite.gates] == ["not_evaluated", "not_evaluated"]  # never FAILED, never ok
     error = suite.gates[0].error
     assert error is not None and error.startswith("no data: 2 cases have no result (F1: judge ")
-    assert (suite.verdict, suite.hard_floor_violations, broken.verdict.failed_gates) == ("ERR", 0, ())
+    assert (suite.verdict, suite.failed_hard_gates, broken.verdict.failed_gates) == ("ERR", 0, ())
     assert broken.verdict.why.startswith("4 rows errored: 'F1/variant', 'F1/bare', 'F2/variant', 'F2/bare'")
     assert "gate" not in broken.verdict.why
 
