@@ -253,6 +253,7 @@ class ArmRow:
     checks: CaseChecks = field(default_factory=CaseChecks)
     prompt: str | None = None
     arm_timeout_s: float | None = None
+    retired: bool = False  # a devlyn fixture under ``fixtures/retired/``: runs only when named by its id
 
     def sibling(self, arm: str) -> str:
         """The row name of another arm of the same case."""

@@ -277,6 +277,8 @@ def suite_outcome(
     inputs = gate_inputs(outcome, [facts.get(case, CaseFacts(case)) for case in suite.cases if case not in by_case])
     gates = tuple(evaluate(gate, inputs) for gate in suite.gates)
     warnings = [f"not comparable with {baseline_name}: {incomparable}"] if incomparable is not None else []
+    retired = dict.fromkeys(spec.ab.case for spec in members if spec.ab is not None and spec.ab.retired)
+    warnings += [f"{case}: a retired fixture (fixtures/retired/), replayed as its id was given" for case in retired]
     warnings += [w for case in cases if (w := _known_limit_warning(case)) is not None]
     warnings += [f"soft gate '{g.name}' warned" for g in gates if g.severity == "soft" and g.status == "fail"]
     warnings += [

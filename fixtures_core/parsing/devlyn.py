@@ -103,6 +103,10 @@ class Bench:
         """The fixtures run-suite.sh discovers: ``fixtures/F*/``, by name (``retired/`` is not one)."""
         return sorted(p for p in self.fixtures.glob("F*") if p.is_dir() and not p.is_symlink())
 
+    def retired_folders(self) -> list[Path]:
+        """The retired fixtures, ``fixtures/retired/F*/``: kept for replay (seed 04), run only when named."""
+        return sorted(p for p in (self.fixtures / RETIRED).glob("F*") if p.is_dir() and not p.is_symlink())
+
 
 def find_bench(path: Path) -> Bench | None:
     """The devlyn benchmark at ``path`` (its folder, or its ``fixtures/`` folder), or None. Its paths are
@@ -126,6 +130,10 @@ def read_bench(bench: Bench, display: str, identity: str, settings: Inherited | 
         rows += _case_rows(bench, folder, number, suite, base, display, identity, digest)
         warnings += lint_fixture(folder)
     cases = tuple(dict.fromkeys(row.ab.case for row in rows if row.ab is not None))
+    start = len(cases) + 1
+    for number, folder in enumerate(bench.retired_folders(), start=start):  # replayed on demand (by id)
+        retired = _case_rows(bench, folder, number, suite, base, display, identity, digest)
+        rows += [replace(row, ab=replace(row.ab, retired=True)) if row.ab is not None else row for row in retired]
     suite = replace(suite, cases=cases)
     rows = [replace(row, ab=replace(row.ab, suite=suite)) if row.ab is not None else row for row in rows]
     return FixtureFile(

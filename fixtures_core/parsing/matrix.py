@@ -71,6 +71,7 @@ def load_matrix(paths: Sequence[str]) -> Matrix:
 
     A path that does not exist and reads as a devlyn fixture id (``F2``, ``F2-goodbye-command``: what
     devlyn's ``run-suite.sh F2 F5`` takes) names a fixture of the suites given beside it: only those run.
+    A retired fixture (``fixtures/retired/``) runs only when an id names it.
     """
     files = [path for path in paths if not _fixture_id(path)]
     ids = [path for path in paths if _fixture_id(path)]
@@ -79,7 +80,14 @@ def load_matrix(paths: Sequence[str]) -> Matrix:
             f"{ids[0]}: a fixture id names a fixture of a benchmark: give its folder too (FOLDER {ids[0]})"
         )
     matrix = Matrix(files=tuple(read_file(path) for path in fixture_paths(files)))
-    return only_fixtures(matrix, ids) if ids else matrix
+    return only_fixtures(matrix, ids) if ids else without_retired(matrix)
+
+
+def without_retired(matrix: Matrix) -> Matrix:
+    """The matrix without the rows of retired devlyn fixtures (they run only when an id names them)."""
+    return Matrix(
+        files=tuple(replace(f, rows=tuple(r for r in f.rows if r.ab is None or not r.ab.retired)) for f in matrix.files)
+    )
 
 
 def _fixture_id(text: str) -> bool:
@@ -93,17 +101,24 @@ def names_fixture(case: str, name: str) -> bool:
 
 
 def only_fixtures(matrix: Matrix, ids: Sequence[str]) -> Matrix:
-    """The rows of the suite cases ``ids`` name (every other row left out); an id that names no case of
-    the given suites is a UsageError naming the cases there are."""
-    cases = list(dict.fromkeys(row.ab.case for row in matrix.rows if row.ab is not None))
+    """The rows of the suite cases ``ids`` name (every other row left out): an id names the fixtures it
+    names that are not retired, else the retired ones it names (seed 04 keeps them for replay). An id
+    that names no case of the given suites is a UsageError naming the cases there are."""
+    active = list(dict.fromkeys(r.ab.case for r in matrix.rows if r.ab is not None and not r.ab.retired))
+    retired = list(dict.fromkeys(r.ab.case for r in matrix.rows if r.ab is not None and r.ab.retired))
+    wanted: set[str] = set()
     for name in ids:
-        if not any(names_fixture(case, name) for case in cases):
-            known = ", ".join(cases[:12]) + (f" and {len(cases) - 12} more" if len(cases) > 12 else "")
+        named = [case for case in active if names_fixture(case, name)]
+        named = named or [case for case in retired if names_fixture(case, name)]
+        if not named:
+            known = ", ".join(active[:12]) + (f" and {len(active) - 12} more" if len(active) > 12 else "")
+            known += f"; retired: {', '.join(retired)}" if retired else ""
             given = ", ".join(f.path for f in matrix.files)
             raise UsageError(f"{name}: no such fixture in {given} (its fixtures: {known or 'none'})")
+        wanted.update(named)
     files = []
     for fixture in matrix.files:
-        rows = [r for r in fixture.rows if r.ab is not None and any(names_fixture(r.ab.case, n) for n in ids)]
+        rows = [r for r in fixture.rows if r.ab is not None and r.ab.case in wanted]
         files.append(replace(fixture, rows=tuple(rows)))
     return Matrix(files=tuple(files))
 

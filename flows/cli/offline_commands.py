@@ -12,8 +12,10 @@ from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.analysis.trends import trends
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.files import write_text_atomic
+from fixtures_core.parsing.devlyn import find_bench
 from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.history import DEFAULT_LAST, suite_runs
+from fixtures_core.records.rotation import retire
 from fixtures_core.records.rundoc import load_run
 from fixtures_core.records.store import SHIPPED, Store, new_baseline_note
 from fixtures_core.reports import terminal
@@ -45,6 +47,22 @@ def validate_command(
     samples = sum(r.repeat for r in rows if not r.skip)
     noted = f", {counted(len(warnings), 'warning')}" if warnings else ""
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
+
+
+def retire_command(
+    folder: Annotated[str, typer.Argument(metavar="FOLDER", help="The devlyn benchmark folder.")],
+    fixture: Annotated[str, typer.Argument(metavar="FIXTURE", help="The fixture's id (F1, or its folder name).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is retired (saturation, ...).")],
+    replacement: Annotated[Optional[str], typer.Option("--replacement", help="The fixture that replaces it.")] = None,
+    rationale: Annotated[Optional[str], typer.Option("--rationale", help="Why the replacement is harder.")] = None,
+) -> None:
+    """Retire a devlyn fixture: move it to fixtures/retired/ (run it again by its id) and write seed 04's
+    rotation record, history/runs/<ts>-fixture-rotation.json."""
+    bench = find_bench(Path(folder))
+    if bench is None:
+        raise UsageError(f"{folder}: no devlyn benchmark there (fixtures/test-repo and fixtures/F*/)")
+    done = retire(bench, fixture, reason, replacement, rationale)
+    out.print(f"retired {done.retired}: {done.moved_to}; rotation record {done.record}", soft_wrap=True)
 
 
 def bless_command(

@@ -163,3 +163,20 @@ def test_a_markdown_suite_with_a_workspace_runs_from_a_relative_path(layout: Pat
     done, document = assay(layout, cwd, "run", name, "--engine", "local")
     assert not errors(document), done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_in_a_devlyn_suite_file_source_dir_is_the_benchmark_folder(layout: Path) -> None:
+    """A suite file kept elsewhere: ``{{ .sourceDir }}`` in its arms is the folder ``devlyn:`` names (its
+    agents are there, not beside the suite file), and its judge (``python3 judge.py``) runs there."""
+    example = (REPO / "examples" / "devlyn" / "suite.md").read_text()
+    assert "devlyn: .\n" in example and '"{{ .sourceDir }}/agents/agent.py"' in example
+    (layout / "elsewhere" / "mine.md").write_text(example.replace("devlyn: .\n", "devlyn: ../work/bench\n"))
+    assert not (layout / "elsewhere" / "agents").exists()
+
+    here, answer = assay(layout, "work/bench", "run", "suite.md", "--engine", "local")
+    done, document = assay(layout, "elsewhere", "run", "mine.md", "--engine", "local")
+
+    assert not errors(document), done.stdout + done.stderr
+    assert (
+        (done.returncode, conclusions(document)) == (here.returncode, conclusions(answer)) == (0, conclusions(answer))
+    )
