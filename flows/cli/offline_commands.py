@@ -24,7 +24,7 @@ from fixtures_core.reports.html_trends import trends_html
 from fixtures_core.reports.outputs import ReportFiles, check_bundle, check_writable, step_summary_file, write_bundle
 from fixtures_core.reports.trends import render as render_trends
 from fixtures_core.text import counted
-from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SUMMARY_HELP
+from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, PATH_HELP, RUN_HELP, SUMMARY_HELP
 from flows.cli.session import Exit, err, out
 
 TRENDS_HTML_HELP = "Also write the trends as one self-contained HTML page here."
@@ -32,7 +32,7 @@ MAX_TRENDS_RUNS = 1000
 
 
 def validate_command(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help=PATH_HELP)],
 ) -> None:
     """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
     matrix, errors = validate_paths(paths)

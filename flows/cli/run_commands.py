@@ -34,6 +34,7 @@ from flows.cli.help_texts import (
     HTML_HELP,
     JUDGE_HELP,
     JUNIT_HELP,
+    PATH_HELP,
     RUN_HELP,
     SAVED_RUN,
     SUMMARY_HELP,
@@ -73,9 +74,7 @@ DASK_HELP = "Run the samples on this Dask scheduler, or 'local' for a LocalClust
 
 
 def run_command(
-    paths: Annotated[
-        Optional[list[str]], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")
-    ] = None,
+    paths: Annotated[Optional[list[str]], typer.Argument(metavar="PATH", help=PATH_HELP)] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     repeat: Annotated[Optional[int], typer.Option("--repeat", help="Override every row's repeat.")] = None,
