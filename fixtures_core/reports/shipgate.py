@@ -79,7 +79,8 @@ def summary_lines(suite: SuiteOutcome) -> list[str]:
     pairs.append(("Failed hard gates:", str(suite.failed_hard_gates)))
     pairs.append((f"Regression vs {suite.baseline or 'shipped'}:", regression_text(suite)))  # its own name and id
     if suite.baseline_facts is not None:
-        pairs.append(("Compared with:", baseline_facts(suite.baseline_facts)))
+        told = "Compared with:" if suite.incomparable is None else "Not compared with:"
+        pairs.append((told, baseline_facts(suite.baseline_facts)))
     width = max(len(label) for label, _value in pairs)
     return [f"{label.ljust(width)} {value}" for label, value in pairs]
 
