@@ -171,8 +171,8 @@ def _row(case: CaseOutcome, first: str, second: str, pairs: Mapping[str, tuple[s
     arms = {
         arm: {
             "score": outcome.score,
-            "wall_s": round(outcome.duration_ms / 1000, 3) if outcome.duration_ms is not None else None,
-            "verify_score": outcome.verify_score,
+            "wall_s": _positive(round(outcome.duration_ms / 1000, 3) if outcome.duration_ms is not None else None),
+            "verify_score": _positive(outcome.verify_score),
             "disqualifier": outcome.disqualified,
             "timed_out": outcome.timed_out,
             "critical_findings": list(outcome.critical),
@@ -195,6 +195,12 @@ def _row(case: CaseOutcome, first: str, second: str, pairs: Mapping[str, tuple[s
         f"{first}_disqualifier": case.arms[first].disqualified if first in case.arms else None,
         "verdict": case.verdict,
     }
+
+
+def _positive(value: float | None) -> float | None:
+    """compile-report.py's ``strict_number``: a figure that is not above 0 reads null (a verify score of 0
+    too; run.json keeps assay's 0)."""
+    return value if value is not None and value > 0 else None
 
 
 def _difference(case: CaseOutcome, arm: str, other: str) -> float | None:
