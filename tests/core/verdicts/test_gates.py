@@ -120,6 +120,14 @@ def test_a_gate_about_cases_a_subset_left_out_is_not_evaluated_never_failed(
     assert (found.status, found.error) == (status, reason)
 
 
+def test_without_a_saved_run_a_subset_has_nothing_to_compare_with_it() -> None:
+    from fixtures_core.verdicts.gates import CaseData, GateInputs
+
+    inputs = GateInputs({"rows": RAN, "suite": {"margin": 10.0}}, [CaseData("F2-a", "PASS")], ["F1-c"])
+    cel = "!has(suite.baseline_margin) || suite.margin - suite.baseline_margin >= -3.0"
+    assert evaluate(GateSpec(name="g", cel=cel, severity="soft", line=1), inputs).status == "pass"
+
+
 def test_the_same_gates_answer_on_the_whole_suite() -> None:
     everything = [*RAN, _row("F1-c", 0.0), _row("F9-e2e", 0.0, "e2e")]
     assert _subset("rows.filter(r, r.margin >= 5.0).size() >= 7", everything, []).status == "fail"
