@@ -4,9 +4,12 @@
 Each conclusion devlyn's harness reached (a verification vector, a pattern
 hit, a disqualification, a score, a margin, a winner, a gate, the verdict,
 the exit code, ...) is paired with assay's from the same run's run.json and
-its devlyn-layout ``results/``. A pair that differs is explained when seed 04
-and devlyn's harness differ there (``Conclusion.difference``); any other
-difference is a disagreement.
+its devlyn-layout ``results/`` (every figure of compile-report.py's
+``summary.json`` among them, the wall-clock ratios apart). A pair that differs
+is explained only when seed 04 (or issue 44's subset rule) and devlyn's
+harness differ there (``Conclusion.difference``) and assay's answer is the one
+that rule gives, computed here from the run's evidence (``Conclusion.rule``);
+any other difference is a disagreement.
 
 The corpus test (tests/integration/test_devlyn_corpus.py) uses it; run as a
 script it compares a run of devlyn's own suite with ``derive.py --real``::
