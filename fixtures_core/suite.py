@@ -40,7 +40,7 @@ DEFAULT_JUDGE_TIMEOUT_S = 600.0
 SCORE_METRIC = "score"  # the judge's total, kept per sample as a metric of each arm row
 
 
-_SHIPPED_FIGURE = re.compile(r"\bbaseline_(?:margin|score|findings|catch_rate)\b")
+SHIPPED_FIGURE = re.compile(r"\bbaseline_(?:margin|score|findings|catch_rate)\b")
 
 
 def matches_case(globs: tuple[str, ...], case: str) -> bool:
@@ -186,6 +186,16 @@ class GateSpec:
 
 
 @dataclass(frozen=True)
+class CaseFacts:
+    """What a gate may read of a case before it runs (its shared properties, whether it is a known limit):
+    a subset's gates tell a case they are about from one they are not, whether it ran or not."""
+
+    name: str
+    properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    known_limit: bool = False
+
+
+@dataclass(frozen=True)
 class SuiteSpec:
     """The suite keys of one fixture file's frontmatter."""
 
@@ -202,6 +212,7 @@ class SuiteSpec:
     judge: JudgeSpec | None = None
     gates: tuple[GateSpec, ...] = ()
     cases: tuple[str, ...] = ()  # every case (table row) of the file, whether a run selects it or not
+    case_facts: tuple[CaseFacts, ...] = ()  # the same cases, what gates read of them before they run
     required_files: tuple[RequiredFile, ...] = ()
     max_deps_added: int | None = None
     disqualify: tuple[DisqualifyRule, ...] | None = None  # None: not said (devlyn's suites: every rule)
@@ -213,7 +224,7 @@ class SuiteSpec:
     @property
     def compares_with_shipped(self) -> bool:
         """A gate reads the saved run's figures (``baseline_margin``, ``baseline_score``)."""
-        return any(_SHIPPED_FIGURE.search(gate.cel) for gate in self.gates)
+        return any(SHIPPED_FIGURE.search(gate.cel) for gate in self.gates)
 
     @property
     def pair(self) -> tuple[str, str] | None:
@@ -242,6 +253,7 @@ class ArmRow:
     checks: CaseChecks = field(default_factory=CaseChecks)
     prompt: str | None = None
     arm_timeout_s: float | None = None
+    retired: bool = False  # a devlyn fixture under ``fixtures/retired/``: runs only when named by its id
 
     def sibling(self, arm: str) -> str:
         """The row name of another arm of the same case."""

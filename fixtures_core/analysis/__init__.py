@@ -1,1 +1,1 @@
-"""Pure arithmetic over results: metric aggregates, pass@k, significance, finalize, baseline comparison."""
+"""Pure arithmetic over results: metric aggregates, pass@k, finalize, baseline comparison."""

@@ -51,7 +51,6 @@ from fixtures_core.analysis.metrics import (
     regression_points,
 )
 from fixtures_core.analysis.passk import SuiteFigures, suite_figures
-from fixtures_core.analysis.significance import fisher_exact, mann_whitney_u
 from fixtures_core.errors import BaselineError, UsageError
 from fixtures_core.results import MetricSummary, RowResult, Status
 from fixtures_core.spec import Threshold
@@ -124,7 +123,6 @@ class RowChange:
     before:     baseline status; None for a row added since the baseline.
     after:      current status; None for a row removed since the baseline.
     gating:     True exactly when the row passed before and is FAIL or ERR now.
-    p_value:    Fisher's exact test over the two sides' sample pass counts.
     """
 
     row: str
@@ -132,7 +130,6 @@ class RowChange:
     before: Status | None
     after: Status | None
     gating: bool
-    p_value: float | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +142,6 @@ class MetricDelta:
     gating:        the metric can gate (gate, direction, regressionPercent,
                    comparable values on both sides).
     regressed:     it gates here: worsened by more than regressionPercent.
-    p_value:       Mann-Whitney U over the per-sample values of both runs.
     note:          why it was not compared, or how far it regressed.
     """
 
@@ -157,7 +153,6 @@ class MetricDelta:
     delta_percent: float | None
     gating: bool
     regressed: bool
-    p_value: float | None = None
     note: str | None = None
 
 
@@ -168,7 +163,6 @@ class RateDelta:
     delta:     ``current - baseline``; None when either side has no value.
     gating:    both sides have a value, so a drop beyond the tolerance gates.
     regressed: ``baseline - current > tolerance``.
-    p_value:   Fisher's exact test over the counts behind the rate, when there are counts.
     note:      why a value is missing, or that a drop was within the tolerance.
     """
 
@@ -178,7 +172,6 @@ class RateDelta:
     delta: float | None
     gating: bool
     regressed: bool
-    p_value: float | None = None
     note: str | None = None
 
 
@@ -354,7 +347,7 @@ def _files(rows: Mapping[RowKey, RowResult]) -> str:
 
 def _change(before: RowResult, after: RowResult) -> RowChange:
     gating = before.passed and after.status in _BROKEN
-    return RowChange(after.name, after.file, before.status, after.status, gating, _sample_p([before], [after]))
+    return RowChange(after.name, after.file, before.status, after.status, gating)
 
 
 def _sample_counts(rows: Iterable[RowResult]) -> tuple[int, int]:
@@ -362,10 +355,6 @@ def _sample_counts(rows: Iterable[RowResult]) -> tuple[int, int]:
     samples = [s for row in rows for s in row.samples]
     passed = sum(1 for s in samples if s.passed)
     return passed, len(samples) - passed
-
-
-def _sample_p(before: Iterable[RowResult], after: Iterable[RowResult]) -> float | None:
-    return fisher_exact(*_sample_counts(before), *_sample_counts(after)).p_value
 
 
 # --- suite rates ----------------------------------------------------------------
@@ -381,8 +370,8 @@ def _rates(
     counted_c = [r for r in after if r.status != "SKIP"]
     samples_b, samples_c = _sample_counts(counted_b), _sample_counts(counted_c)
     rates = [
-        _rate("pass rate", _fraction(rows_b), _fraction(rows_c), tolerance, fisher_exact(*rows_b, *rows_c).p_value),
-        _rate("sample pass rate", _fraction(samples_b), _fraction(samples_c), tolerance, _sample_p(before, after)),
+        _rate("pass rate", _fraction(rows_b), _fraction(rows_c), tolerance),
+        _rate("sample pass rate", _fraction(samples_b), _fraction(samples_c), tolerance),
     ]
     k_b, k_c = _suite_k(baseline), _suite_k(current)
     figures_b, figures_c = _figures(before, k_b), _figures(after, k_c)
@@ -390,10 +379,10 @@ def _rates(
     for name, figure in (("pass@k", _pass_at_k), ("pass^k", _pass_hat_k)):
         value_b, value_c = figure(figures_b), figure(figures_c)
         if mismatch is not None:
-            rates.append(RateDelta(name, value_b, value_c, None, False, False, None, mismatch))
+            rates.append(RateDelta(name, value_b, value_c, None, False, False, mismatch))
             continue
         note = _withheld("baseline", figures_b) or _withheld("current", figures_c)
-        rates.append(_rate(name, value_b, value_c, tolerance, None, note))
+        rates.append(_rate(name, value_b, value_c, tolerance, note))
     return rates
 
 
@@ -410,24 +399,20 @@ def _fraction(counts: tuple[int, int]) -> float | None:
     return passed / (passed + other) if passed + other else None
 
 
-def _rate(
-    name: str, before: float | None, after: float | None, tolerance: float, p: float | None, note: str | None = None
-) -> RateDelta:
+def _rate(name: str, before: float | None, after: float | None, tolerance: float, note: str | None = None) -> RateDelta:
     if before is None or after is None:
         side = "baseline" if before is None else "current"
-        return RateDelta(name, before, after, None, False, False, p, note or f"no value in the {side} run")
+        return RateDelta(name, before, after, None, False, False, note or f"no value in the {side} run")
     drop = before - after
     regressed = drop > tolerance + EPSILON
     if not regressed and drop > EPSILON:
         note = note or f"drop within tolerance {tolerance:.3f}"
-    return RateDelta(name, before, after, after - before, True, regressed, p, note)
+    return RateDelta(name, before, after, after - before, True, regressed, note)
 
 
 def _with_note(rate: RateDelta, note: str) -> RateDelta:
     text = f"{rate.note}; {note}" if rate.note else note
-    return RateDelta(
-        rate.name, rate.baseline, rate.current, rate.delta, rate.gating, rate.regressed, rate.p_value, text
-    )
+    return RateDelta(rate.name, rate.baseline, rate.current, rate.delta, rate.gating, rate.regressed, text)
 
 
 def _suite_k(run: ComparedRun) -> int | None:
@@ -483,8 +468,7 @@ def _metric_delta(row: str, name: str, before: MetricSummary | None, after: Metr
         return MetricDelta(
             row, name, present.unit, _value(before), _value(after), None, False, False, note=f"only in {side}"
         )
-    p = mann_whitney_u(before.values, after.values).p_value
-    unshown = MetricDelta(row, name, after.unit, before.value, after.value, None, False, False, p)
+    unshown = MetricDelta(row, name, after.unit, before.value, after.value, None, False, False)
     if before.unit != after.unit:
         return _noted(unshown, f"unit changed ({before.unit} -> {after.unit}); not compared")
     if before.aggregate != after.aggregate:
@@ -505,13 +489,13 @@ def _metric_delta(row: str, name: str, before: MetricSummary | None, after: Metr
         return _noted(unshown, "baseline value is 0: a relative change is undefined; not compared")
     delta = None if before.value == 0 else (after.value - before.value) / abs(before.value) * 100.0
     if not gates:
-        return MetricDelta(row, name, after.unit, before.value, after.value, recorded(delta), False, False, p)
+        return MetricDelta(row, name, after.unit, before.value, after.value, recorded(delta), False, False)
     # the rules finalize applies between rows
     percent = None if before.value == 0 else regression_percent(after.value, before.value, after.direction)
     points = regression_points(after.value, before.value, after.direction)
     regressed = regression_failure(percent, points, threshold, after.unit) is not None
     note = _worse_note(percent, points, threshold, after.unit) if regressed else None
-    return MetricDelta(row, name, after.unit, before.value, after.value, recorded(delta), True, regressed, p, note)
+    return MetricDelta(row, name, after.unit, before.value, after.value, recorded(delta), True, regressed, note)
 
 
 def _worse_note(percent: float | None, points: float, threshold: Threshold, unit: str) -> str:
@@ -526,9 +510,7 @@ def _value(summary: MetricSummary | None) -> float | None:
 
 
 def _noted(delta: MetricDelta, note: str) -> MetricDelta:
-    return MetricDelta(
-        delta.row, delta.name, delta.unit, delta.baseline, delta.current, None, False, False, delta.p_value, note
-    )
+    return MetricDelta(delta.row, delta.name, delta.unit, delta.baseline, delta.current, None, False, False, note)
 
 
 # --- warnings -------------------------------------------------------------------

@@ -35,13 +35,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from fixtures_core.analysis.baseline import RunFacts
+from fixtures_core.execution.judge import rubric_digest
 from fixtures_core.execution.judging import SuiteJudging
 from fixtures_core.judgment import ArmScore, Judgment
 from fixtures_core.results import CaseResult, MetricValue, RowResult, Status
 from fixtures_core.spec import MetricSpec, RowSpec
-from fixtures_core.suite import SCORE_METRIC, JudgeSpec, SuiteSpec
+from fixtures_core.suite import SCORE_METRIC, CaseFacts, JudgeSpec, SuiteSpec
 from fixtures_core.verdicts import case as case_verdict
 from fixtures_core.verdicts import row as row_verdict
 from fixtures_core.verdicts.gates import CaseData, GateInputs, GateResult, evaluate
@@ -120,12 +122,16 @@ class SuiteOutcome:
     rejudged:              the run whose evidence this run re-judged.
     evidence_run:          the run whose folder holds the attempts (this run's own when absent).
     fixtures_run:          the cases that ran (PASS or FAIL: the ones the gates see).
-    hard_floor_violations: the hard gates that failed.
+    hard_floor_violations: devlyn's figure of that name (compile-report.py): the cases whose first arm of
+                           ``compare`` was disqualified.
+    failed_hard_gates:     assay's own count: the hard gates that failed.
     catch_rate:            per arm, the share of judged cases without a critical finding from the judge.
     rotation_candidates:   cases every arm scored above 95 in, in this run and in the shipped one (seed 04:
                            saturated, to be replaced by a harder fixture).
-    comparable:            False when the saved run was judged on another rubric (its figures are shown,
-                           and flagged: seed 04 calls the rubric the comparability anchor).
+    comparable:            False when the saved run was judged on another rubric, another judge prompt or
+                           another fixture set (seed 04 calls the rubric the comparability anchor): its
+                           figures are shown, never compared (the gates that read them are not evaluated).
+    incomparable:          why it is not comparable (``RUBRIC.md changed``); None when it is.
     arm_models:            per arm, the model it runs (the suite's ``model``, or its provenance command's output).
     baseline_facts:        the saved run's id, label, start and commit (older run documents have none).
     """
@@ -147,11 +153,13 @@ class SuiteOutcome:
     evidence_run: str | None = None
     fixtures_run: int = 0
     hard_floor_violations: int = 0
+    failed_hard_gates: int = 0
     margins: Mapping[str, float] = field(default_factory=dict)  # per arm, its mean margin over compare's second
     catch_rate: Mapping[str, float] = field(default_factory=dict)
     baseline_catch_rate: Mapping[str, float] = field(default_factory=dict)
     rotation_candidates: tuple[str, ...] = ()
     comparable: bool = True
+    incomparable: str | None = None
     arm_models: Mapping[str, str] = field(default_factory=dict)  # per arm, the model it said it ran
     baseline_facts: RunFacts | None = None
 
@@ -232,7 +240,9 @@ def suite_outcome(
     for spec in members:
         assert spec.ab is not None
         by_case.setdefault(spec.ab.case, []).append(spec)
-    previous = {c.name: c for c in baseline.cases} if baseline is not None else {}
+    incomparable = _incomparable(suite, judging, baseline) if not dry_run else None
+    # a saved run judged otherwise is shown, never compared: not with this run's cases either
+    previous = {c.name: c for c in baseline.cases} if baseline is not None and incomparable is None else {}
     judgments = judging.judgments if judging is not None else ()
     arm_rows: dict[str, RowResult] = {}
     cases = []
@@ -252,18 +262,24 @@ def suite_outcome(
         compare=pair,
         averages=averages,
         margin=_mean([c.margin for c in cases]),
-        baseline_margin=baseline.margin if baseline is not None else None,
+        baseline_margin=baseline.margin if baseline is not None and incomparable is None else None,
         baseline=baseline_name if baseline is not None else None,
         dry_run=dry_run,
         fixtures_run=sum(c.status in ("PASS", "FAIL") for c in cases),
         margins=arm_margins(cases, arms, pair),
         catch_rate=catch_rates(cases, arms),
-        baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None else {},
+        baseline_catch_rate=dict(baseline.catch_rate) if baseline is not None and incomparable is None else {},
         rotation_candidates=_saturated(cases, previous),
+        comparable=incomparable is None,
+        incomparable=incomparable,
     )
-    inputs = gate_inputs(outcome, [case for case in suite.cases if case not in by_case])
+    facts = {f.name: f for f in suite.case_facts}
+    inputs = gate_inputs(outcome, [facts.get(case, CaseFacts(case)) for case in suite.cases if case not in by_case])
     gates = tuple(evaluate(gate, inputs) for gate in suite.gates)
-    warnings = [w for case in cases if (w := _known_limit_warning(case)) is not None]
+    warnings = [f"not comparable with {baseline_name}: {incomparable}"] if incomparable is not None else []
+    retired = dict.fromkeys(spec.ab.case for spec in members if spec.ab is not None and spec.ab.retired)
+    warnings += [f"{case}: a retired fixture (fixtures/retired/), replayed as its id was given" for case in retired]
+    warnings += [w for case in cases if (w := _known_limit_warning(case)) is not None]
     warnings += [f"soft gate '{g.name}' warned" for g in gates if g.severity == "soft" and g.status == "fail"]
     warnings += [
         f"{name}: every arm scored above {SATURATED:g} here and in {baseline_name}: saturated, a rotation candidate"
@@ -276,16 +292,41 @@ def suite_outcome(
         if j.disagreement
     ]
     verdict = case_verdict.suite_verdict([c.status for c in cases], [(g.severity, g.status) for g in gates])
-    violations = sum(g.severity == "hard" and g.status == "fail" for g in gates)
-    done = replace(outcome, gates=gates, warnings=tuple(warnings), verdict=verdict, hard_floor_violations=violations)
+    failed = sum(g.severity == "hard" and g.status == "fail" for g in gates)
+    done = replace(
+        outcome,
+        gates=gates,
+        warnings=tuple(warnings),
+        verdict=verdict,
+        failed_hard_gates=failed,
+        hard_floor_violations=disqualified_first_arms(outcome),
+    )
     return done, arm_rows
 
 
-def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[str] = ()) -> GateInputs:
+def disqualified_first_arms(outcome: SuiteOutcome) -> int:
+    """devlyn's ``hard_floor_violations`` (compile-report.py): the cases whose first arm of ``compare`` (its
+    variant) was disqualified."""
+    if outcome.compare is None:
+        return 0
+    first = outcome.compare[0]
+    return sum(1 for case in outcome.cases if first in case.arms and case.arms[first].disqualified)
+
+
+def gate_inputs(outcome: SuiteOutcome, unrun: Sequence[CaseFacts] = ()) -> GateInputs:
     """What the gates of a suite read (``verdicts.gates``): its cases, and those of its file it did not run."""
     first = outcome.compare[0] if outcome.compare is not None else None
     cases = [_case_data(case, first) for case in outcome.cases]
-    return GateInputs(gate_context(outcome), cases, unrun, outcome.dry_run)
+    left_out = [_left_out_value(facts) for facts in unrun]
+    return GateInputs(
+        gate_context(outcome), cases, [f.name for f in unrun], outcome.dry_run, left_out, outcome.incomparable
+    )
+
+
+def _left_out_value(facts: CaseFacts) -> dict[str, object]:
+    """A case this run did not run as a gate's CEL sees it before it runs: no status, arms or margin."""
+    properties = _gate_properties(facts.properties)
+    return {"name": facts.name, "known_limit": facts.known_limit, "arms": {}, "properties": properties}
 
 
 def _case_data(case: CaseOutcome, first: str | None) -> CaseData:
@@ -321,18 +362,27 @@ def _difference(case: CaseOutcome, arm: str, other: str) -> float | None:
     return mine.score - theirs.score
 
 
-def rubric_comparability(outcome: SuiteOutcome, previous: SuiteOutcome | None) -> SuiteOutcome:
-    """Flag a saved run judged on another rubric than this run: its figures are shown but not comparable
-    (seed 04: the rubric is the comparability anchor; "changing it invalidates comparability")."""
-    mine = outcome.judge.rubric_sha256 if outcome.judge is not None else None
-    theirs = previous.judge.rubric_sha256 if previous is not None and previous.judge is not None else None
-    if mine is None or theirs is None or mine == theirs or outcome.baseline is None:
-        return outcome
-    warning = (
-        f"the rubric changed since {outcome.baseline} (sha256 {theirs[:12]} then, {mine[:12]} now): "
-        f"scores and margins are not comparable with it"
-    )
-    return replace(outcome, comparable=False, warnings=(warning, *outcome.warnings))
+def _incomparable(suite: SuiteSpec, judging: SuiteJudging | None, baseline: SuiteOutcome | None) -> str | None:
+    """Why the saved run cannot be compared with this one (seed 04: the rubric is the comparability anchor;
+    "changing it invalidates comparability"), or None: another rubric, another judge prompt (protocol), or
+    another fixture set."""
+    if baseline is None:
+        return None
+    reasons = []
+    then = baseline.judge
+    if judging is not None and then is not None:
+        now = rubric_digest(judging.judge)
+        if now is not None and then.rubric_sha256 is not None and now != then.rubric_sha256:
+            name = Path(judging.judge.rubric or "rubric").name
+            reasons.append(f"{name} changed: sha256 {then.rubric_sha256[:12]} then, {now[:12]} now")
+        if judging.judge.protocol != then.protocol:
+            reasons.append(f"the judge's prompt changed: {then.protocol}'s then, {judging.judge.protocol}'s now")
+    before, now_cases = {c.name for c in baseline.cases}, set(suite.cases)
+    if before and now_cases and before != now_cases:
+        added, removed = sorted(now_cases - before), sorted(before - now_cases)
+        told = [f"added {', '.join(added)}"] * bool(added) + [f"removed {', '.join(removed)}"] * bool(removed)
+        reasons.append(f"the fixture set changed: {'; '.join(told)}")
+    return "; ".join(reasons) or None
 
 
 def catch_rates(cases: Sequence[CaseOutcome], arms: Sequence[str]) -> dict[str, float]:

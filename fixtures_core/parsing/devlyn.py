@@ -31,7 +31,7 @@ from fixtures_core.parsing.devlyn_gates import devlyn_gates
 from fixtures_core.parsing.devlyn_lint import lint_fixture
 from fixtures_core.parsing.row_errors import broken_row
 from fixtures_core.parsing.settings import Inherited
-from fixtures_core.parsing.suite import ARM_PROPERTY, CASE_PROPERTY, missing_tools
+from fixtures_core.parsing.suite import ARM_PROPERTY, CASE_PROPERTY, missing_tools, with_case_facts
 from fixtures_core.parsing.tables import command_argv
 from fixtures_core.spec import Expectation, FixtureFile, FixtureWarning, PropertyValue, RowSpec
 from fixtures_core.suite import (
@@ -103,9 +103,15 @@ class Bench:
         """The fixtures run-suite.sh discovers: ``fixtures/F*/``, by name (``retired/`` is not one)."""
         return sorted(p for p in self.fixtures.glob("F*") if p.is_dir() and not p.is_symlink())
 
+    def retired_folders(self) -> list[Path]:
+        """The retired fixtures, ``fixtures/retired/F*/``: kept for replay (seed 04), run only when named."""
+        return sorted(p for p in (self.fixtures / RETIRED).glob("F*") if p.is_dir() and not p.is_symlink())
+
 
 def find_bench(path: Path) -> Bench | None:
-    """The devlyn benchmark at ``path`` (its folder, or its ``fixtures/`` folder), or None."""
+    """The devlyn benchmark at ``path`` (its folder, or its ``fixtures/`` folder), or None. Its paths are
+    absolute: rows run in other folders (a workspace copy, a worker's), where a relative one means another place."""
+    path = path.absolute()  # not resolve(): a symlinked benchmark keeps the name its user gave it
     for root, fixtures in ((path, path / FIXTURES), (path.parent, path)):
         if (fixtures / TEST_REPO).is_dir() and any((d / "metadata.json").is_file() for d in fixtures.glob("F*")):
             return Bench(root, fixtures)
@@ -124,10 +130,14 @@ def read_bench(bench: Bench, display: str, identity: str, settings: Inherited | 
         rows += _case_rows(bench, folder, number, suite, base, display, identity, digest)
         warnings += lint_fixture(folder)
     cases = tuple(dict.fromkeys(row.ab.case for row in rows if row.ab is not None))
+    start = len(cases) + 1
+    for number, folder in enumerate(bench.retired_folders(), start=start):  # replayed on demand (by id)
+        retired = _case_rows(bench, folder, number, suite, base, display, identity, digest)
+        rows += [replace(row, ab=replace(row.ab, retired=True)) if row.ab is not None else row for row in retired]
     suite = replace(suite, cases=cases)
     rows = [replace(row, ab=replace(row.ab, suite=suite)) if row.ab is not None else row for row in rows]
     return FixtureFile(
-        path=display, sha256=digest.hexdigest(), rows=tuple(rows), identity=identity, warnings=tuple(warnings)
+        path=display, sha256=digest.hexdigest(), rows=with_case_facts(rows), identity=identity, warnings=tuple(warnings)
     )
 
 

@@ -46,6 +46,7 @@ from fixtures_core.suite import (
     SEVERITIES,
     ArmRow,
     ArmSpec,
+    CaseFacts,
     DisqualifyRule,
     ForbiddenPattern,
     GateSeverity,
@@ -403,7 +404,24 @@ def finish_rows(rows: Sequence[RowSpec], suite: SuiteSpec | None) -> tuple[RowSp
     def position(row: RowSpec) -> tuple[int, int]:
         return first[(row.line, row.name)], order.get(str(row.properties.get(ARM_PROPERTY)), 0)
 
-    return tuple(_finish_row(row, suite, overridden) for row in sorted(rows, key=position))
+    return with_case_facts(tuple(_finish_row(row, suite, overridden) for row in sorted(rows, key=position)))
+
+
+def with_case_facts(rows: Sequence[RowSpec]) -> tuple[RowSpec, ...]:
+    """The rows, their suite knowing every case's ``CaseFacts`` (each case's first arm row says them)."""
+    facts: dict[str, CaseFacts] = {}
+    for row in rows:
+        if row.ab is not None and row.ab.case not in facts:
+            facts[row.ab.case] = CaseFacts(row.ab.case, dict(row.ab.shared), row.ab.known_limit is not None)
+    suites: dict[str, SuiteSpec] = {}
+    finished = []
+    for row in rows:
+        if row.ab is None:
+            finished.append(row)
+            continue
+        suite = suites.setdefault(row.ab.suite.file, replace(row.ab.suite, case_facts=tuple(facts.values())))
+        finished.append(replace(row, ab=replace(row.ab, suite=suite)))
+    return tuple(finished)
 
 
 def _check_arm_copies(rows: Sequence[RowSpec], arm_names: list[str]) -> None:

@@ -90,46 +90,73 @@ def _copy_judge(run_dir: Path, target: Path, case: CaseOutcome) -> None:
 
 
 def summary_document(suite: SuiteOutcome, run: RunResult) -> dict[str, object]:
-    """devlyn's ``summary.json`` (compile-report.py's shape, which ship-gate.py reads) of one suite.
+    """devlyn's ``summary.json`` (compile-report.py's shape, which ship-gate.py reads) of one suite: every
+    figure computed as compile-report.py computes it, under its name.
 
-    Its ``hard_floor_violations`` is devlyn's: the cases whose first arm was disqualified
-    (assay's own, the hard gates that failed, is in run.json); ``suite`` is seed 04's run record."""
+    ``fixtures_scored`` are the cases with a first-arm score; averages and margin averages are over them,
+    to one decimal; a fixture of category ``edge`` is devlyn's known limit, every other scored one is gated;
+    ``hard_floor_violations`` counts the cases whose first arm was disqualified. The pairs are devlyn's:
+    first over second (``variant_over_bare``), the third arm (devlyn's L1, ``solo_claude``, named ``solo``)
+    over second and first over it. assay's own figures are in run.json and under ``suite`` (seed 04's run
+    record): ``failed_hard_gates`` there is assay's count of failed hard gates."""
     first, second = suite.compare or (suite.arms[0], suite.arms[-1])
-    scored = [c for c in suite.cases if _score(c, first) is not None]
-    gated = [c for c in scored if c.known_limit is None]
+    solo = next((arm for arm in suite.arms if arm not in (first, second)), None)
+    pairs = _pairs(first, second, solo)
+    rows = [_row(case, first, second, pairs) for case in suite.cases]
+    scored = [row for row, case in zip(rows, suite.cases, strict=True) if _score(case, first) is not None]
+    gated = [row for row in scored if row["category"] != KNOWN_LIMIT_CATEGORY]
+    averages = {arm: _mean([_arm_score(row, arm) for row in scored]) for arm in suite.arms}
+    margins_avg = {name: _mean([_margin(row, name) for row in scored]) for name in pairs}
     git = run.environment.get("git")
     git = git if isinstance(git, Mapping) else {}
-    rows = [_row(case, suite, first, second) for case in suite.cases]
-    averages = {arm: _rounded(suite.averages.get(arm)) for arm in suite.arms}
-    dq_count = sum(1 for c in suite.cases if c.arms.get(first) is not None and c.arms[first].disqualified)
     return {
         "run_id": run.run_id,
         "label": run.label,
         "git_sha": git.get("commit", "unknown"),
         "branch": git.get("branch", "unknown"),
         "completed_at": run.finished_at,
-        "fixtures_total": len(suite.cases),
+        "fixtures_total": len(rows),
         "fixtures_scored": len(scored),
         f"{first}_avg": averages.get(first),
         f"{second}_avg": averages.get(second),
-        "margin_avg": _rounded(suite.margin),
-        "hard_floor_violations": dq_count,
-        "margin_ge_5_count": sum(1 for c in gated if (c.margin or 0) >= 5),
+        "margin_avg": margins_avg.get(_pair_name(first, second)),
+        "hard_floor_violations": sum(1 for row in rows if row[f"{first}_disqualifier"]),
+        "margin_ge_5_count": sum(1 for row in gated if _number(row["margin"]) >= MARGIN_FLOOR),
         "gated_fixtures": len(gated),
         "known_limit_fixtures": len(scored) - len(gated),
         "arms_present": {arm: any(arm in c.arms for c in suite.cases) for arm in suite.arms},
         "scores_avg_by_arm": averages,
-        "margins_avg": {f"{arm}_over_{second}": _rounded(value) for arm, value in suite.margins.items()},
+        "margins_avg": margins_avg,
         "rows": rows,
         "suite": {
             "fixtures_run": suite.fixtures_run,
-            f"{first}_avg": averages.get(first),
-            f"{second}_avg": averages.get(second),
+            f"{first}_avg": _rounded(suite.averages.get(first)),
+            f"{second}_avg": _rounded(suite.averages.get(second)),
             "margin_avg": _rounded(suite.margin),
-            "hard_floor_violations": suite.hard_floor_violations,
+            "failed_hard_gates": suite.failed_hard_gates,
             "ship_gate": suite.verdict,
         },
     }
+
+
+KNOWN_LIMIT_CATEGORY = "edge"  # compile-report.py's known limit (ship-gate.py's warning adds "known-limit")
+MARGIN_FLOOR = 5.0
+
+
+def _pair_name(arm: str, other: str) -> str:
+    """devlyn's name of a margin: ``variant_over_bare``, ``solo_over_bare`` (its L1 arm ``solo_claude`` is
+    ``solo`` there)."""
+
+    def short(name: str) -> str:
+        return "solo" if name == "solo_claude" else name
+
+    return f"{short(arm)}_over_{short(other)}"
+
+
+def _pairs(first: str, second: str, solo: str | None) -> dict[str, tuple[str, str]]:
+    """devlyn's margins by name: first over second, and with a third arm, it over second and first over it."""
+    pairs = [(first, second)] + ([(solo, second), (first, solo)] if solo is not None else [])
+    return {_pair_name(arm, other): (arm, other) for arm, other in pairs}
 
 
 def rotation_document(suite: SuiteOutcome) -> dict[str, object]:
@@ -140,12 +167,12 @@ def rotation_document(suite: SuiteOutcome) -> dict[str, object]:
     }
 
 
-def _row(case: CaseOutcome, suite: SuiteOutcome, first: str, second: str) -> dict[str, object]:
+def _row(case: CaseOutcome, first: str, second: str, pairs: Mapping[str, tuple[str, str]]) -> dict[str, object]:
     arms = {
         arm: {
             "score": outcome.score,
-            "wall_s": round(outcome.duration_ms / 1000, 3) if outcome.duration_ms is not None else None,
-            "verify_score": outcome.verify_score,
+            "wall_s": _positive(round(outcome.duration_ms / 1000, 3) if outcome.duration_ms is not None else None),
+            "verify_score": _positive(outcome.verify_score),
             "disqualifier": outcome.disqualified,
             "timed_out": outcome.timed_out,
             "critical_findings": list(outcome.critical),
@@ -154,15 +181,7 @@ def _row(case: CaseOutcome, suite: SuiteOutcome, first: str, second: str) -> dic
         }
         for arm, outcome in case.arms.items()
     }
-    margins = {
-        f"{arm}_over_{second}": (case.arms[arm].score - case.arms[second].score)  # type: ignore[operator]
-        for arm in suite.arms
-        if arm != second
-        and arm in case.arms
-        and second in case.arms
-        and case.arms[arm].score is not None
-        and case.arms[second].score is not None
-    }
+    margins = {name: _difference(case, arm, other) for name, (arm, other) in pairs.items()}
     category = case.properties.get("category", "unknown")
     return {
         "fixture": case.name,
@@ -172,10 +191,45 @@ def _row(case: CaseOutcome, suite: SuiteOutcome, first: str, second: str) -> dic
         "winner": case.winner,
         f"{first}_score": _score(case, first),
         f"{second}_score": _score(case, second),
-        "margin": case.margin,
+        "margin": margins.get(_pair_name(first, second)),
         f"{first}_disqualifier": case.arms[first].disqualified if first in case.arms else None,
         "verdict": case.verdict,
     }
+
+
+def _positive(value: float | None) -> float | None:
+    """compile-report.py's ``strict_number``: a figure that is not above 0 reads null (a verify score of 0
+    too; run.json keeps assay's 0)."""
+    return value if value is not None and value > 0 else None
+
+
+def _difference(case: CaseOutcome, arm: str, other: str) -> float | None:
+    mine, theirs = _score(case, arm), _score(case, other)
+    return mine - theirs if mine is not None and theirs is not None else None
+
+
+def _arm_score(row: Mapping[str, object], arm: str) -> float | None:
+    arms = row["arms"]
+    outcome = arms.get(arm) if isinstance(arms, Mapping) else None
+    score = outcome.get("score") if isinstance(outcome, Mapping) else None
+    return float(score) if isinstance(score, int | float) else None
+
+
+def _margin(row: Mapping[str, object], name: str) -> float | None:
+    margins = row["margins"]
+    value = margins.get(name) if isinstance(margins, Mapping) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _number(value: object) -> float:
+    """compile-report.py's ``(r.get("margin") or 0)``: a missing margin counts as 0."""
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """compile-report.py's ``avg``: the mean of the values there are, to one decimal; None without one."""
+    present = [v for v in values if v is not None]
+    return round(sum(present) / len(present), 1) if present else None
 
 
 def _score(case: CaseOutcome, arm: str) -> float | None:

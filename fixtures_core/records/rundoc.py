@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 from fixtures_core.analysis.baseline import Comparison
 from fixtures_core.analysis.finalize import Summary
-from fixtures_core.analysis.shipgate import SuiteOutcome
+from fixtures_core.analysis.shipgate import SuiteOutcome, disqualified_first_arms
 from fixtures_core.errors import RunFileError
 
 # The atomic writers live in ``fixtures_core.files``; re-exported where callers used to find them.
@@ -212,6 +212,7 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
             summary["groups"] = stochastic.pop("groups")
             summary["stochastic"] = stochastic
         data["summary"] = summary
+        data["suites"] = [_renamed_counts(suite) for suite in data.get("suites") or []]
         decoded = _decode(data, RunResult)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # any shape other than the schema's
         raise RunFileError(path, f"malformed run document: {excerpt(str(exc), 160)}") from None
@@ -219,15 +220,29 @@ def from_document(document: Mapping[str, Any], path: str = "<run>") -> RunResult
     return upgrade(decoded)
 
 
+def _renamed_counts(suite: object) -> object:
+    """A suite of a document written before devlyn's figures took devlyn's names: its
+    ``hard_floor_violations`` counted the failed hard gates (now ``failed_hard_gates``; devlyn's figure
+    of that name is counted again by ``upgrade``)."""
+    if not isinstance(suite, Mapping) or "failed_hard_gates" in suite or "hard_floor_violations" not in suite:
+        return suite
+    renamed = dict(suite)
+    renamed["failed_hard_gates"] = renamed.pop("hard_floor_violations")
+    return renamed
+
+
 def upgrade(run: RunResult) -> RunResult:
     """The one place that brings a run read from an older document to the current form.
 
     Documents written before raw output was kept apart embed every sample's
     output (and judges' whole rationales); they load as a run written now
-    would be (``records.shareable``). A current document loads unchanged.
+    would be (``records.shareable``). A suite's ``hard_floor_violations`` is
+    devlyn's figure, counted from its cases whatever the document says. A
+    current document loads unchanged.
     """
     fixtures = tuple(replace(f, rows=tuple(map(shareable_row, f.rows))) for f in run.fixtures)
-    return replace(run, fixtures=fixtures, suites=tuple(map(shareable_suite, run.suites)))
+    suites = tuple(replace(s, hard_floor_violations=disqualified_first_arms(s)) for s in run.suites)
+    return replace(run, fixtures=fixtures, suites=tuple(map(shareable_suite, suites)))
 
 
 def decode(value: object, hint: type[T]) -> T:

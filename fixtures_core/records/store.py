@@ -4,6 +4,8 @@
 .assay/runs/<run-id>/evidence/<row>.jsonl   a line per sample as it finishes, then the raw row
 .assay/latest.json                          a hard link to the newest run document
 .assay/baselines/<name>.json                runs promoted by ``assay bless``
+.assay/baselines/blessed.jsonl              a line per bless: the run, when, the rubric each suite was judged
+                                            with, and whether it started a new baseline (and why)
 
 A run folder without ``run.json`` is an incomplete run (killed, or stopped
 at once by a second interrupt): its evidence stays, ``history`` lists it as
@@ -157,6 +159,7 @@ class Store:
         target = self.baseline_file(name)
         check_folder(target.parent)  # a planted link would lead the baseline elsewhere
         write_json_atomic(target, to_document(run), own=True)
+        append_json_line(target.parent / BLESSED, blessing_record(run, name))
         return target
 
     def runs(self) -> list[Path]:
@@ -172,6 +175,45 @@ def _link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:  # a file system without hard links gets a copy
         shutil.copyfile(source, target)
+
+
+BLESSED = "blessed.jsonl"
+
+
+def new_baseline(run: RunResult) -> str | None:
+    """Why blessing ``run`` starts a new baseline rather than continuing the one it replaces (its suites
+    were not comparable with the saved run: another rubric, judge prompt or fixture set), or None."""
+    told = [f"{suite.file}: {suite.incomparable}" for suite in run.suites if suite.incomparable is not None]
+    return "; ".join(told) or None
+
+
+def new_baseline_note(run: RunResult) -> str | None:
+    """What ``bless`` says of a run that starts a new baseline; None for one that continues the old."""
+    starts = new_baseline(run)
+    if starts is None:
+        return None
+    return f"a new baseline: it is not comparable with the one it replaces ({starts}); later runs are compared with it"
+
+
+def blessing_record(run: RunResult, name: str) -> dict[str, object]:
+    """The line ``baselines/blessed.jsonl`` keeps of one bless: which rubric each suite was judged with."""
+    suites = [
+        {
+            "file": suite.file,
+            "rubric": suite.judge.rubric if suite.judge is not None else None,
+            "rubric_sha256": suite.judge.rubric_sha256 if suite.judge is not None else None,
+            "judge_protocol": suite.judge.protocol if suite.judge is not None else None,
+            "fixtures": [case.name for case in suite.cases],
+        }
+        for suite in run.suites
+    ]
+    return {
+        "name": name,
+        "run_id": run.run_id,
+        "blessed_at": f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
+        "new_baseline": new_baseline(run),
+        "suites": suites,
+    }
 
 
 def bless_refusal(run: RunResult) -> str | None:

@@ -5,9 +5,8 @@ a reader sees (the figures table, rows still failing, changed, added and
 removed rows, warnings, the verdict), with every number already formatted;
 ``text_lines`` lays them out as plain text (the terminal report and the
 Markdown report, fenced), ``reports.html`` as tables. One wording, one set of
-number formats, whatever the medium. The p-values stay in ``run.json``: the
-reports show no p column (the gates never read one, and beside a gate that
-fires it reads as noise).
+number formats, whatever the medium. No significance test is shown, as none
+is computed (seeds 01 and 04 rule them out of v1).
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ class FigureLine:
     baseline: str
     current: str
     delta: str
-    p: str
     note: str
     moved: bool = True  # it regressed, or its change shows as more than zero (+0.0%, +0.000 are unchanged)
 
@@ -60,7 +58,6 @@ class RowLine:
     row: str  # the row's name, or ``file::name`` when two changed rows share a name
     before: str
     after: str
-    p: str  # Fisher's exact test over sample pass counts; "" when there is none
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,6 @@ def comparison_lines(comparison: Comparison) -> ComparisonLines:
             _number(rate.baseline, ".3f"),
             _number(rate.current, ".3f"),
             _number(rate.delta, "+.3f"),
-            _number(rate.p_value, ".3f"),
             rate.note or "",
             rate.regressed or (rate.delta is not None and round(abs(rate.delta), 3) > 0),
         )
@@ -104,7 +100,6 @@ def comparison_lines(comparison: Comparison) -> ComparisonLines:
             _number(metric.baseline, ".4g"),
             _number(metric.current, ".4g"),
             _number(metric.delta_percent, "+.1f", "%"),
-            _number(metric.p_value, ".3f"),
             metric.note or "",
             metric.regressed or (metric.delta_percent is not None and round(abs(metric.delta_percent), 1) > 0),
         )
@@ -117,7 +112,6 @@ def comparison_lines(comparison: Comparison) -> ComparisonLines:
             change.row if names.count(change.row) == 1 else f"{change.file}::{change.row}",
             change.before or _ABSENT,
             change.after or _ABSENT,
-            _number(change.p_value, ".3f", empty=""),
         )
         for change in comparison.changes
     )
@@ -176,7 +170,7 @@ def text_lines(comparison: Comparison) -> list[str]:
         lines.append(f"baseline: {baseline_facts(comparison.baseline_facts)}")
     if found.error is not None:
         return [*lines, f"Comparison failed: {found.error}"]
-    header = FigureLine("held", "METRIC", "BASELINE", "CURRENT", "DELTA", "", "")
+    header = FigureLine("held", "METRIC", "BASELINE", "CURRENT", "DELTA", "")
     lines += _table([header, *found.figures])
     if found.still_failing:
         lines += ["", _TEXT_MARK["informational"] + still_failing_text(found.still_failing)]
@@ -202,7 +196,7 @@ def _number(value: float | None, spec: str, suffix: str = "", empty: str = "-") 
 
 
 def _table(lines: list[FigureLine]) -> list[str]:
-    """Left-aligned names, right-aligned numbers, notes last in parentheses (no p column: module docstring)."""
+    """Left-aligned names, right-aligned numbers, notes last in parentheses."""
     columns = [[line.name, line.baseline, line.current, line.delta] for line in lines]
     widths = [max(len(cells[i]) for cells in columns) for i in range(4)]
     text = []

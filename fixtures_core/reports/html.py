@@ -592,18 +592,18 @@ def _comparison_section(run: RunResult) -> str:
     )
     if found.error is not None:
         return f'{title}<p class="gating">Comparison failed: {escape(found.error)}</p>'
-    numeric = {2, 3, 4, 5}
-    head = tr(["", "what", "baseline", "current", "Δ", "p", "note"], header=True, numeric=numeric)
+    numeric = {2, 3, 4}
+    head = tr(["", "what", "baseline", "current", "Δ", "note"], header=True, numeric=numeric)
 
     def line(f: FigureLine) -> str:
-        return tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.p, f.note], numeric=numeric, css=f.mark)
+        return tr([_mark(f.mark), f.name, f.baseline, f.current, f.delta, f.note], numeric=numeric, css=f.mark)
 
     moved = "".join(line(f) for f in found.figures if f.moved)
     still = [f for f in found.figures if not f.moved]
     folded = ""
     if still:  # the script folds them behind a button; without it every line shows
         toggle = (
-            f'<tr class="toggle-row"><td colspan="7"><button type="button" class="toggle" hidden>'
+            f'<tr class="toggle-row"><td colspan="6"><button type="button" class="toggle" hidden>'
             f"show {counted(len(still), 'unchanged line')}</button></td></tr>"
         )
         folded = f'<tbody class="unchanged" data-fold="1">{toggle}{"".join(line(f) for f in still)}</tbody>'
@@ -613,10 +613,8 @@ def _comparison_section(run: RunResult) -> str:
             f'<p class="still-failing">{_mark("informational")} {escape(still_failing_text(found.still_failing))}</p>'
         )
     if found.rows:
-        head = tr(["", "row", "baseline", "current", "p"], header=True, numeric={4})
-        rows = "".join(
-            tr([_mark(r.mark), r.row, r.before, r.after, r.p], numeric={4}, css=f"change {r.mark}") for r in found.rows
-        )
+        head = tr(["", "row", "baseline", "current"], header=True)
+        rows = "".join(tr([_mark(r.mark), r.row, r.before, r.after], css=f"change {r.mark}") for r in found.rows)
         parts.append(f'<h3>Changed rows</h3><table class="changes">{head}{rows}</table>')
     parts += [f'<p class="muted">warning: {escape(w)}</p>' for w in found.warnings]
     if found.verdict is not None:

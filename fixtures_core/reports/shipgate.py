@@ -73,10 +73,14 @@ def summary_lines(suite: SuiteOutcome) -> list[str]:
     pairs = [(f"Suite average {arm} score:", points(suite.averages.get(arm))) for arm in suite.arms]
     if suite.compare is not None:
         pairs.append(("Suite average margin:", points(suite.margin, sign=True)))
+    # devlyn's figure under devlyn's name (compile-report.py: cases whose first arm was disqualified); assay's own
+    # count of failed hard gates under its own
     pairs.append(("Hard-floor violations:", str(suite.hard_floor_violations)))
+    pairs.append(("Failed hard gates:", str(suite.failed_hard_gates)))
     pairs.append((f"Regression vs {suite.baseline or 'shipped'}:", regression_text(suite)))  # its own name and id
     if suite.baseline_facts is not None:
-        pairs.append(("Compared with:", baseline_facts(suite.baseline_facts)))
+        told = "Compared with:" if suite.incomparable is None else "Not compared with:"
+        pairs.append((told, baseline_facts(suite.baseline_facts)))
     width = max(len(label) for label, _value in pairs)
     return [f"{label.ljust(width)} {value}" for label, value in pairs]
 
@@ -85,6 +89,8 @@ def regression_text(suite: SuiteOutcome) -> str:
     """The margin against the saved run's, and the case that lost most; ``n/a (first run)`` without one."""
     if suite.baseline is None:
         return "n/a (first run)"
+    if suite.incomparable is not None:
+        return f"not compared: not comparable ({suite.incomparable})"
     if suite.margin is None or suite.baseline_margin is None:
         return f"n/a (no margin to compare with {suite.baseline})"
     text = f"suite margin {points(suite.margin, sign=True)} vs {points(suite.baseline_margin, sign=True)} "

@@ -16,7 +16,6 @@ from fixtures_core.analysis.shipgate import (
     JudgeRecord,
     SuiteOutcome,
     apply_judgments,
-    rubric_comparability,
     suite_outcome,
 )
 from fixtures_core.execution.containment import Containment
@@ -109,7 +108,7 @@ def suite_outcomes(
         ended.update(arm_rows)
         facts = RunFacts.of(baseline[1]) if baseline is not None and previous is not None else None
         outcome = replace(outcome, arm_models=dict(judged.models.get(suite.file, {})), baseline_facts=facts)
-        outcome = rubric_comparability(_with_record(outcome, judging, rejudged, evidence_run), previous)
+        outcome = _with_record(outcome, judging, rejudged, evidence_run)
         outcomes.append(shareable_suite(outcome))  # a judge's rationale cut as run.json cuts evidence
     return tuple(outcomes), [ended.get(row.id, row) for row in finished]
 

@@ -4,8 +4,9 @@ alone: a resumed run's options, the state folder, what every sample shares."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from fixtures_core.spec import Budget, Limit
 from fixtures_core.text import excerpt
 
 DEFAULT_PARALLEL = 4
+# The working folder a run read its fixture paths in, recorded beside its options: a relative path is
+# read from there again by a re-judge or a resume given in another folder.
+WORKDIR = "workdir"
 # What a resumed run may change: how it runs and what it writes besides run.json, never what it runs.
 EXECUTION_OPTIONS = frozenset(
     {
@@ -173,8 +177,17 @@ class RunOptions:
         return given
 
     def recorded(self) -> dict[str, object]:
-        """The options as the run document records them."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
+        """The options as the run document records them, and the working folder they were given in."""
+        values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
+        return {**values, WORKDIR: str(Path.cwd())}
+
+
+def paths_read_from(paths: Sequence[str], workdir: object) -> tuple[str, ...]:
+    """Recorded fixture paths as this folder reads them: a relative one joined to the working folder the
+    run read it in, when the run recorded one (an absolute folder) and it is not this one."""
+    if not isinstance(workdir, str) or not os.path.isabs(workdir) or Path(workdir) == Path.cwd():
+        return tuple(paths)
+    return tuple(path if os.path.isabs(path) else os.path.join(workdir, path) for path in paths)
 
 
 def _number(value: int) -> str:
@@ -200,6 +213,9 @@ def resume_options(options: RunOptions) -> RunOptions:
         raise UsageError(f"--resume {started.run_id} runs that run's own fixtures and options: drop {flags}")
     mine = {name: getattr(options, name) for name in changed if name in EXECUTION_OPTIONS}
     recorded = _recorded_options(started, store, set(mine))
+    given = recorded.get("paths", [])
+    given = [given] if isinstance(given, str) else typing.cast(list[str], given)
+    recorded["paths"] = list(paths_read_from(given, started.options.get(WORKDIR)))
     return RunOptions.from_mapping({**recorded, **mine, "out": options.out, "resume": started.run_id})
 
 

@@ -22,7 +22,7 @@ from fixtures_core.records.evidence import raw_rows
 from fixtures_core.records.rundoc import RunResult, load_run
 from fixtures_core.records.store import new_run_id
 from fixtures_core.runs.close import Rejudging, complete
-from fixtures_core.runs.options import RunOptions, store_for
+from fixtures_core.runs.options import WORKDIR, RunOptions, paths_read_from, store_for
 from fixtures_core.runs.plan import plan
 from fixtures_core.runs.recorder import Recorder
 from fixtures_core.text import excerpt
@@ -54,7 +54,7 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
     recorded = _Recorded(run_file, original.options)
     options = replace(
         options,
-        paths=recorded.texts("paths"),
+        paths=paths_read_from(recorded.texts("paths"), original.options.get(WORKDIR)),
         filter=recorded.globs("filter"),
         repeat=recorded.count("repeat"),
         k=options.k if options.k is not None else recorded.count("k"),
@@ -82,7 +82,8 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
         containment=containment,
         rejudging=Rejudging(original.run_id, evidence_run),
     )
-    before = {f.file: f.sha256 for f in original.fixtures}
+    workdir = original.options.get(WORKDIR)
+    before = {Path(paths_read_from([f.file], workdir)[0]).as_posix(): f.sha256 for f in original.fixtures}
     warnings = tuple(
         f"fixture {f.file} changed since run {original.run_id}: its judge and gates are read as they are now"
         for f in run.fixtures

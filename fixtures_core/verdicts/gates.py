@@ -6,8 +6,20 @@ A gate is a CEL expression over ``rows`` (the cases of an A/B suite, as
 It answers only on data:
 
 * a dry run scores nothing: every gate is **not evaluated**;
+* a saved run judged on another rubric, judge prompt or fixture set is not
+  compared with this run (seed 04: the rubric is the comparability anchor):
+  a gate that reads its figures (``baseline_margin``, ``baseline_score``,
+  ``baseline_catch_rate``) is **not evaluated**, saying why;
 * a gate that names (in a string literal) a case this run did not select is
   **not evaluated** ("n/a"): it would be judged on a case that is not there;
+* on a subset (a run that left out cases of its suite: fixture ids, ``--filter``)
+  a gate about cases that did not run is **not evaluated** ("n/a"), never
+  failed: one that counts cases (``R.filter(r, P).size() >= N``: a coverage
+  floor over the whole suite), one that selects a kind of case
+  (``rows.filter(r, P)``) that a left-out case is of (``CaseFacts``: the
+  e2e fixture that did not run), and one that compares the suite's figures
+  with the saved run's (``suite.baseline_*``: figures over other cases). A
+  gate over every case (``rows.all``) reads the cases that ran;
 * a gate reads the cases it names, else every case of the suite; when one of
   them has no data (it erred, or its judgment failed) the gate is **not
   evaluated**, naming them: its answer would be a guess. Skipped cases are
@@ -39,7 +51,7 @@ from fixtures_core.cel import code_positions, compile_expression, conjuncts, ope
 from fixtures_core.errors import CelError
 from fixtures_core.parsing.suite import GATE_VARIABLES
 from fixtures_core.results import Outcome, Status
-from fixtures_core.suite import GateSeverity, GateSpec
+from fixtures_core.suite import SHIPPED_FIGURE, GateSeverity, GateSpec
 
 DRY_RUN = "dry run: nothing was scored"
 _SIDE_CHARS = 60  # a longer side (a whole filter) says less than the gate's name
@@ -49,6 +61,7 @@ _RECEIVER = re.compile(r"[A-Za-z0-9_.]")
 # ``.size() >= N`` (N >= 2) or ``.size() > N`` (N >= 1) right after a filter: it counts the cases that meet it.
 _COUNTED = re.compile(r"\s*\.size\(\)\s*(?:>=\s*(?:[2-9]|\d{2,})|>\s*(?:[1-9]|\d{2,}))")
 _READS_SCORES = re.compile(r"\b(margin|margins|score|average)\b")
+_SUITE_FIGURE_OF_SHIPPED = re.compile(r"\bsuite\.baseline_\w+")
 
 
 @dataclass(frozen=True)
@@ -97,24 +110,33 @@ class CaseData:
 @dataclass(frozen=True)
 class GateInputs:
     """What a suite's gates read: the CEL context (``rows``: the cases with data), every case of the
-    run's suite, the cases of the suite this run did not select, and whether it was a dry run."""
+    run's suite, the cases of the suite this run did not select (and what a gate reads of them before they
+    run: name, properties, known_limit), and whether it was a dry run."""
 
     context: Mapping[str, object]
     cases: Sequence[CaseData]
     unrun: Sequence[str] = ()
     dry_run: bool = False
+    unrun_rows: Sequence[Mapping[str, object]] = ()  # the left-out cases as a gate's CEL sees them before they run
+    incomparable: str | None = None  # why the saved run is not comparable with this one (``RUBRIC.md changed``)
 
 
 def evaluate(gate: GateSpec, inputs: GateInputs) -> GateResult:
     """The gate's answer (module docstring)."""
     if inputs.dry_run:
         return GateResult(gate.name, gate.cel, gate.severity, "not_evaluated", DRY_RUN)
+    if inputs.incomparable is not None and SHIPPED_FIGURE.search(gate.cel):
+        reason = f"not comparable ({inputs.incomparable}): the saved run's figures are not compared"
+        return GateResult(gate.name, gate.cel, gate.severity, "not_evaluated", reason)
     named = _named(gate.cel, [*(c.name for c in inputs.cases), *inputs.unrun])
     unrun = [name for name in named if name in inputs.unrun]
     if unrun:
         cases = ", ".join(f"'{case}'" for case in unrun)
         reason = f"n/a: it names {cases}, which this run did not run"
         return GateResult(gate.name, gate.cel, gate.severity, "not_evaluated", reason)
+    about = _about_left_out(gate.cel, inputs) if inputs.unrun else None
+    if about is not None:
+        return GateResult(gate.name, gate.cel, gate.severity, "not_evaluated", about)
     read = [case for case in inputs.cases if not named or case.name in named]
     missing = [case for case in read if case.status == "ERR"]
     left_out = [case.name for case in read if case.status == "SKIP"]
@@ -140,6 +162,48 @@ def evaluate(gate: GateSpec, inputs: GateInputs) -> GateResult:
     breaking = _breaking(gate.cel, inputs.context, [case.name for case in inputs.cases])
     seen = _seen(gate.cel, inputs.context)
     return GateResult(gate.name, gate.cel, gate.severity, "fail", breaking=breaking, seen=seen, notes=notes)
+
+
+def _about_left_out(cel: str, inputs: GateInputs) -> str | None:
+    """Why a gate of a subset is about cases that did not run (module docstring), or None."""
+    left_out = _listed(inputs.unrun)
+    if any(kind == "count" for kind, _v, _p in _over_cases(cel)):
+        return f"n/a: it counts cases across the whole suite, and this run left out {left_out}"
+    suite = inputs.context.get("suite")
+    shipped = isinstance(suite, Mapping) and any(str(key).startswith("baseline_") for key in suite)
+    if shipped and _SUITE_FIGURE_OF_SHIPPED.search(cel):  # without a saved run there is nothing to compare
+        return f"n/a: it compares the suite's figures with the saved run's, and this run left out {left_out}"
+    for kind, variable, predicate in _over_cases(cel):
+        if kind != "selection":
+            continue
+        selected = _unmet("rows", variable, f"!({predicate})", {**inputs.context, "rows": list(inputs.unrun_rows)})
+        if selected:
+            return f"n/a: it is about {_listed([name for name, _value in selected])}, which this run did not run"
+    return None
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = ", ".join(f"'{name}'" for name in names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _over_cases(cel: str) -> list[tuple[str, str, str]]:
+    """(kind, variable, predicate) of each ``filter`` over ``rows``: a ``count`` (``.size() >= N``, N of 2 or
+    more) or a ``selection`` of the cases a gate is about (a filter of ``rows`` itself)."""
+    found = []
+    for match in _MACRO.finditer(cel):
+        if match.group(1) != "filter" or _inside_string(cel, match.start()):
+            continue
+        receiver = _receiver(cel, match.start())
+        close = _closing(cel, cel.index("(", match.start()))
+        if not re.match(r"rows\b", receiver) or close is None:
+            continue
+        predicate = cel[match.end() : close].strip()
+        if _COUNTED.match(cel, close + 1):
+            found.append(("count", match.group(2), predicate))
+        elif receiver == "rows":
+            found.append(("selection", match.group(2), predicate))
+    return found
 
 
 def _named(cel: str, cases: Sequence[str]) -> list[str]:

@@ -9,6 +9,7 @@ from flows.cli.offline_commands import (
     compare_command,
     history_command,
     report_command,
+    retire_command,
     show_command,
     trends_command,
     validate_command,
@@ -26,6 +27,7 @@ app.command("report")(report_command)
 app.command("history")(history_command)
 app.command("trends")(trends_command)
 app.command("rejudge")(rejudge_command)
+app.command("retire")(retire_command)
 app.add_typer(server_app, name="server")
 
 SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "trends", "rejudge", "server")

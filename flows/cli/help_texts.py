@@ -10,3 +10,7 @@ JUDGE_HELP = "A judge command line replacing the A/B suites' own."
 BUNDLE_HELP = "Write the HTML page as DIR/index.html with the evidence it links to copied beside it (a CI artifact)."
 SAVED_RUN = "a run file, run folder, run id, blessed name or latest"  # what Store.resolve_run takes
 RUN_HELP = f"{SAVED_RUN.capitalize()}."
+PATH_HELP = (
+    "Fixture files or folders of them; after a devlyn benchmark, fixture ids (F2, F2-goodbye-command) run only "
+    "those (a retired one too)."
+)

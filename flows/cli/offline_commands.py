@@ -12,10 +12,12 @@ from fixtures_core.analysis.baseline import check_tolerance, compare
 from fixtures_core.analysis.trends import trends
 from fixtures_core.errors import AssayError, UsageError, ValidationFailed
 from fixtures_core.files import write_json_atomic, write_text_atomic
+from fixtures_core.parsing.devlyn import find_bench
 from fixtures_core.parsing.validate import validate_paths
 from fixtures_core.records.history import DEFAULT_LAST, suite_runs
+from fixtures_core.records.rotation import retire
 from fixtures_core.records.rundoc import load_run
-from fixtures_core.records.store import SHIPPED, Store
+from fixtures_core.records.store import SHIPPED, Store, new_baseline_note
 from fixtures_core.reports import terminal
 from fixtures_core.reports.heatmap import pivots_of
 from fixtures_core.reports.html_trends import trends_html
@@ -24,7 +26,7 @@ from fixtures_core.reports.trends import render as render_trends
 from fixtures_core.reports.trends import since_of, with_changes
 from fixtures_core.reports.trends_json import trends_document
 from fixtures_core.text import counted
-from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, RUN_HELP, SUMMARY_HELP
+from flows.cli.help_texts import BUNDLE_HELP, FRAME_HELP, HTML_HELP, JUNIT_HELP, PATH_HELP, RUN_HELP, SUMMARY_HELP
 from flows.cli.session import Exit, err, out
 
 TRENDS_HTML_HELP = "Also write the trends as one self-contained HTML page here."
@@ -33,7 +35,7 @@ MAX_TRENDS_RUNS = 1000
 
 
 def validate_command(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help=PATH_HELP)],
 ) -> None:
     """Parse and validate fixtures; run nothing. Warns about what assay reads but does not run."""
     matrix, errors = validate_paths(paths)
@@ -50,6 +52,22 @@ def validate_command(
     out.print(f"ok: {len(matrix.files)} files, {len(rows)} rows, {samples} samples{noted}")
 
 
+def retire_command(
+    folder: Annotated[str, typer.Argument(metavar="FOLDER", help="The devlyn benchmark folder.")],
+    fixture: Annotated[str, typer.Argument(metavar="FIXTURE", help="The fixture's id (F1, or its folder name).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is retired (saturation, ...).")],
+    replacement: Annotated[Optional[str], typer.Option("--replacement", help="The fixture that replaces it.")] = None,
+    rationale: Annotated[Optional[str], typer.Option("--rationale", help="Why the replacement is harder.")] = None,
+) -> None:
+    """Retire a devlyn fixture: move it to fixtures/retired/ (run it again by its id) and write seed 04's
+    rotation record, history/runs/<ts>-fixture-rotation.json."""
+    bench = find_bench(Path(folder))
+    if bench is None:
+        raise UsageError(f"{folder}: no devlyn benchmark there (fixtures/test-repo and fixtures/F*/)")
+    done = retire(bench, fixture, reason, replacement, rationale)
+    out.print(f"retired {done.retired}: {done.moved_to}; rotation record {done.record}", soft_wrap=True)
+
+
 def bless_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
     name: Annotated[str, typer.Option("--name", help="Baseline name.")] = SHIPPED,
@@ -60,6 +78,9 @@ def bless_command(
     regress, unless --force."""
     target = Store(Path(out_dir)).bless(run_ref, name, force=force)
     out.print(f"blessed {run_ref} as '{name}': {target}", soft_wrap=True)
+    note = new_baseline_note(load_run(target))
+    if note is not None:
+        out.print(note, soft_wrap=True)
 
 
 def compare_command(

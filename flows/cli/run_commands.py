@@ -20,7 +20,7 @@ from fixtures_core.errors import AssayError, UsageError
 from fixtures_core.execution.containment import Containment
 from fixtures_core.files import write_json_atomic
 from fixtures_core.records.rundoc import RunResult, to_document
-from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_id
+from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_baseline_note, new_run_id
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import check_bundle, check_writable, state_folder, write_bundle
 from fixtures_core.reports.progress import Progress
@@ -35,6 +35,7 @@ from flows.cli.help_texts import (
     HTML_HELP,
     JUDGE_HELP,
     JUNIT_HELP,
+    PATH_HELP,
     RUN_HELP,
     SAVED_RUN,
     SUMMARY_HELP,
@@ -74,9 +75,7 @@ DASK_HELP = "Run the samples on this Dask scheduler, or 'local' for a LocalClust
 
 
 def run_command(
-    paths: Annotated[
-        Optional[list[str]], typer.Argument(metavar="PATH", help="Fixture files or folders of them.")
-    ] = None,
+    paths: Annotated[Optional[list[str]], typer.Argument(metavar="PATH", help=PATH_HELP)] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
     repeat: Annotated[Optional[int], typer.Option("--repeat", help="Override every row's repeat.")] = None,
@@ -255,6 +254,9 @@ def _bless_if_passed(run: RunResult, out_dir: str, force: bool = False) -> None:
         return
     target = Store(Path(out_dir)).bless(run.run_id, SHIPPED, force=True)
     out.print(f"blessed {run.run_id} as '{SHIPPED}': {target}", soft_wrap=True)
+    note = new_baseline_note(run)
+    if note is not None:
+        out.print(note, soft_wrap=True)
 
 
 def execute_run(

@@ -161,13 +161,6 @@ PUBLIC_API = {
         "check_tolerance",
         "compare",
     ],
-    "fixtures_core.analysis.significance": [
-        "EXACT_MAX_SAMPLES",
-        "Significance",
-        "TestName",
-        "fisher_exact",
-        "mann_whitney_u",
-    ],
     "fixtures_core.verdicts.answer": ["Verdict", "verdict_of"],
     "fixtures_core.reports.comparison": [
         "ComparisonLines",

@@ -4,9 +4,12 @@
 Each conclusion devlyn's harness reached (a verification vector, a pattern
 hit, a disqualification, a score, a margin, a winner, a gate, the verdict,
 the exit code, ...) is paired with assay's from the same run's run.json and
-its devlyn-layout ``results/``. A pair that differs is explained when seed 04
-and devlyn's harness differ there (``Conclusion.difference``); any other
-difference is a disagreement.
+its devlyn-layout ``results/`` (every figure of compile-report.py's
+``summary.json`` among them, the wall-clock ratios apart). A pair that differs
+is explained only when seed 04 (or issue 44's subset rule) and devlyn's
+harness differ there (``Conclusion.difference``) and assay's answer is the one
+that rule gives, computed here from the run's evidence (``Conclusion.rule``);
+any other difference is a disagreement.
 
 The corpus test (tests/integration/test_devlyn_corpus.py) uses it; run as a
 script it compares a run of devlyn's own suite with ``derive.py --real``::
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +38,10 @@ STDOUT_ONLY = "stdout_contains matched against stdout alone (seed 04's key); dev
 DEPENDENCIES = "dependencies counted by name (seed 04); devlyn's counter skips every indented '+ ' line"
 DISQUALIFIED_LOSES = "a disqualified arm loses its case (seed 04); devlyn keeps the judge's winner"
 CATCH_RATE = "seed 04's critical-finding catch-rate soft gate, which devlyn's ship-gate.py lacks"
+SUBSET = (
+    "a gate about fixtures a subset did not run is not evaluated (issue 44); devlyn's ship-gate.py fails it "
+    "(or, with --accept-missing, skips it)"
+)
 # devlyn's ship-gate.py lines, by what each says, and the default gate of a devlyn suite that says it.
 GATE_OF_LINE = (
     ("variant disqualifier(s)", "no variant disqualifier"),
@@ -61,10 +69,16 @@ class Conclusion:
     devlyn: object
     assay: object
     difference: str | None = None  # why they may differ: where assay follows seed 04
+    rule: object = None  # what that rule, applied here independently of assay, makes the answer
 
     @property
     def agrees(self) -> bool:
         return self.devlyn == self.assay
+
+    @property
+    def explained(self) -> bool:
+        """It differs where seed 04 decides, and assay's answer is the one the seed's rule gives."""
+        return not self.agrees and self.difference is not None and self.assay == self.rule
 
 
 @dataclass(frozen=True)
@@ -103,34 +117,115 @@ def run_assay(args: list[str], scenario: Path | None, state: Path, json_file: Pa
 
 
 def compare(
-    expected: dict[str, Any], ran: Ran, oracles: bool, shipped: dict[str, Any] | None = None
+    expected: dict[str, Any],
+    ran: Ran,
+    oracles: bool,
+    shipped: dict[str, Any] | None = None,
+    bench: Path | None = None,
+    subset: bool = False,
 ) -> list[Conclusion]:
     """Every conclusion of ``expected`` (a derive.py record) against assay's run; ``oracles``: the run had
     devlyn's oracle scripts (else their findings are not compared); ``shipped``: the record of the run
-    that was blessed before this one (for seed 04's catch-rate gate)."""
+    that was blessed before this one (for seed 04's catch-rate gate); ``bench``: the benchmark folder (its
+    fixtures' expected.json, for seed 04's verification rule); ``subset``: the run left fixtures out."""
     found: list[Conclusion] = []
     for fixture, recorded in expected["fixtures"].items():
+        commands = _declared_commands(bench, fixture)
         for arm in ARMS:
-            found += _arm(fixture, arm, recorded, ran, oracles, "summary" in recorded)
+            found += _arm(fixture, arm, recorded, ran, oracles, "summary" in recorded, commands)
         if "summary" in recorded:
-            found += _case(fixture, recorded, ran)
+            found += [_with_verification(c, found) for c in _case(fixture, recorded, ran)]
     if "suite" in expected:
-        found += _suite(expected, ran, shipped)
-    found.append(Conclusion("exit code", expected["exit_code"], ran.returncode))
+        found += _suite(expected, ran, shipped, subset)
+    verdict = next((c for c in found if c.what == "verdict"), None)
+    if verdict is not None and verdict.difference == SUBSET:
+        rule = 1 if verdict.rule == "FAIL" else 0
+        found.append(Conclusion("exit code", expected["exit_code"], ran.returncode, SUBSET, rule))
+    else:
+        found.append(Conclusion("exit code", expected["exit_code"], ran.returncode))
     return found
 
 
-def _arm(fixture: str, arm: str, recorded: dict[str, Any], ran: Ran, oracles: bool, judged: bool) -> list[Conclusion]:
+def _with_verification(conclusion: Conclusion, found: list[Conclusion]) -> Conclusion:
+    """A summary row's verify score differs where the arm's verification does, by the same rule: the seed's
+    score is the share of the commands the seed's rule passes."""
+    if not conclusion.what.endswith(".verify_score") or conclusion.agrees:
+        return conclusion
+    fixture, _summary, where = conclusion.what.split(" ", 2)
+    arm = where.split(".")[1]
+    verification = next((c for c in found if c.what == f"{fixture}/{arm} verification"), None)
+    if verification is None or verification.difference is None or not isinstance(verification.rule, list):
+        return conclusion
+    rule = sum(verification.rule) / len(verification.rule) if verification.rule else None
+    return Conclusion(conclusion.what, conclusion.devlyn, conclusion.assay, verification.difference, rule)
+
+
+def _declared_commands(bench: Path | None, fixture: str) -> list[dict[str, Any]] | None:
+    """The fixture's verification commands as its expected.json declares them (None without a bench)."""
+    path = bench / "fixtures" / fixture / "expected.json" if bench is not None else None
+    if path is None or not path.is_file():
+        return None
+    return list(json.loads(path.read_text()).get("verification_commands", []))
+
+
+def _seed_verification(
+    declared: list[dict[str, Any]] | None, theirs: list[dict[str, Any]], ours: list[dict[str, Any]]
+) -> list[tuple[bool, object]]:
+    """Seed 04's verification rule where it differs from devlyn's: ``stdout_contains`` is matched against
+    stdout alone. A command devlyn passed whose expected text the arm's output holds (``stdout_tail`` is
+    stdout and stderr, as devlyn keeps it) while assay, matching stdout alone, misses it printed that text
+    on stderr only: the seed fails it (``missing_contains``); every other command keeps devlyn's answer."""
+    if declared is None:
+        return []
+    found: list[tuple[bool, object]] = []
+    for command, their, our in zip(declared, theirs, ours, strict=True):
+        texts = command.get("stdout_contains", [])
+        output = str(our.get("stdout_tail", ""))
+        on_stderr = their["pass"] and texts and all(t in output for t in texts) and our["reason"] == "missing_contains"
+        found.append((False, "missing_contains") if on_stderr else (their["pass"], their["reason"]))
+    return found
+
+
+def _seed_dependencies(diff: str) -> int:
+    """Seed 04's count of new dependencies: names added to package.json's dependency objects, by name,
+    however the file is indented (the diff's added names less its removed ones)."""
+    added, removed = set(), set()
+    in_package = False
+    for line in diff.splitlines():
+        if line.startswith("diff --git"):
+            in_package = line.endswith("/package.json")
+        elif in_package and re.match(r'^[+-]\s*"[^"]+"\s*:\s*"[^"]*",?$', line) and not line.startswith(("+++", "---")):
+            name = line[1:].split(":")[0].strip().strip('"')
+            (added if line.startswith("+") else removed).add(name)
+    return len(added - removed)
+
+
+def _arm(
+    fixture: str,
+    arm: str,
+    recorded: dict[str, Any],
+    ran: Ran,
+    oracles: bool,
+    judged: bool,
+    declared: list[dict[str, Any]] | None,
+) -> list[Conclusion]:
     theirs = recorded["arms"][arm]
     verify, result = ran.file(fixture, arm, "verify.json"), ran.file(fixture, arm, "result.json")
     where = f"{fixture}/{arm}"
     passed = [c["pass"] for c in verify["commands"]]
     reasons = [c["reason"] for c in verify["commands"]]
     differs = _stdout_only(theirs["verify"]["commands"], verify["commands"])
+    seed = _seed_verification(declared, theirs["verify"]["commands"], verify["commands"])
+    diff = ran.results.joinpath(fixture, arm, "diff.patch")
+    seed_deps = _seed_dependencies(diff.read_text()) if diff.is_file() else None
     found = [
-        Conclusion(f"{where} verification", theirs["verify"]["pass_vector"], passed, differs),
+        Conclusion(f"{where} verification", theirs["verify"]["pass_vector"], passed, differs, [p for p, _ in seed]),
         Conclusion(
-            f"{where} verification reasons", [c["reason"] for c in theirs["verify"]["commands"]], reasons, differs
+            f"{where} verification reasons",
+            [c["reason"] for c in theirs["verify"]["commands"]],
+            reasons,
+            differs,
+            [r for _, r in seed],
         ),  # fmt: skip
         Conclusion(f"{where} pattern hits", _hits(theirs["verify"]), _hits(verify)),
         Conclusion(
@@ -144,6 +239,7 @@ def _arm(fixture: str, arm: str, recorded: dict[str, Any], ran: Ran, oracles: bo
             theirs["verify"]["deps_added"],
             verify["deps_added"],
             DEPENDENCIES if verify["deps_added"] > theirs["verify"]["deps_added"] else None,
+            seed_deps,
         ),  # fmt: skip
         Conclusion(f"{where} arm", _arm_end(theirs["result"]), _arm_end(result)),
     ]
@@ -192,14 +288,44 @@ def _case(fixture: str, recorded: dict[str, Any], ran: Ran) -> list[Conclusion]:
     solo = arms["solo_claude"].get("score", 0) - arms["bare"].get("score", 0)
     winner = str(summary["winner"])
     lost = winner in summary["arms"] and summary["arms"][winner]["disqualifier"]
-    return [
+    # Seed 04: a disqualified arm loses its case: the best-scored arm that was not disqualified wins.
+    clean = {a: v["score"] for a, v in summary["arms"].items() if not v["disqualifier"] and v["score"] is not None}
+    best = max(clean.values(), default=None)
+    leaders = [a for a, score in clean.items() if score == best]
+    seed_winner = leaders[0] if len(leaders) == 1 else "tie"
+    found = [
         Conclusion(f"{fixture} margin", summary["margins"]["variant_over_bare"], case.get("margin")),
         Conclusion(f"{fixture} solo_claude margin", summary["margins"]["solo_over_bare"], solo),
-        Conclusion(f"{fixture} winner", winner, case.get("winner"), DISQUALIFIED_LOSES if lost else None),
+        Conclusion(
+            f"{fixture} winner", winner, case.get("winner"), DISQUALIFIED_LOSES if lost else None, seed_winner
+        ),  # fmt: skip
     ]
+    return found + _summary_row(fixture, summary, ran)
 
 
-def _suite(expected: dict[str, Any], ran: Ran, shipped: dict[str, Any] | None) -> list[Conclusion]:
+# compile-report.py's figures of one fixture (summary.json ``rows[]``) that derive.py records, and of each arm.
+ROW_FIGURES = ("category", "margin", "variant_score", "variant_disqualifier")
+ROW_ARM_FIGURES = ("score", "disqualifier", "verify_score", "timed_out")
+
+
+def _summary_row(fixture: str, recorded: dict[str, Any], ran: Ran) -> list[Conclusion]:
+    """Every figure of the fixture's row of devlyn's summary.json against the one assay's summary.json
+    holds under the same name (the winner is compared above, from run.json)."""
+    ours = next(row for row in ran.file("summary.json")["rows"] if row["fixture"] == fixture)
+    found = [Conclusion(f"{fixture} summary {key}", recorded[key], ours.get(key)) for key in ROW_FIGURES]
+    found += [
+        Conclusion(f"{fixture} summary margins.{name}", value, ours["margins"].get(name))
+        for name, value in recorded["margins"].items()
+    ]
+    found += [
+        Conclusion(f"{fixture} summary arms.{arm}.{key}", theirs.get(key), ours["arms"].get(arm, {}).get(key))
+        for arm, theirs in recorded["arms"].items()
+        for key in ROW_ARM_FIGURES
+    ]
+    return found
+
+
+def _suite(expected: dict[str, Any], ran: Ran, shipped: dict[str, Any] | None, subset: bool) -> list[Conclusion]:
     devlyn, suite = expected["suite"], ran.suite
     summary = ran.file("summary.json")
     found = [
@@ -212,22 +338,53 @@ def _suite(expected: dict[str, Any], ran: Ran, shipped: dict[str, Any] | None) -
         ),  # fmt: skip
         Conclusion("fixtures scored", devlyn["fixtures_scored"], suite["fixtures_run"]),
     ]
-    found += [
-        Conclusion(key.replace("_", " "), devlyn[key], summary[key])
-        for key in ("hard_floor_violations", "margin_ge_5_count", "gated_fixtures", "known_limit_fixtures")
-    ]
+    # every figure of compile-report.py's summary.json, under its name (derive.py records them all but the
+    # wall-clock ratios, which stubs make noise), and devlyn's hard_floor_violations in run.json too
+    found += [Conclusion(f"summary {key}", devlyn[key], summary.get(key)) for key in SUMMARY_FIGURES]
+    found.append(
+        Conclusion("run.json hard_floor_violations", devlyn["hard_floor_violations"], suite["hard_floor_violations"])
+    )
     gate = expected["ship_gate"]
     failed, warned = _gate_lines(gate["failures"]), _gate_lines(gate["warnings"])
     catch = shipped is not None and _catch_rate(expected) < _catch_rate(shipped)
+    ran_e2e = any(f.get("summary", {}).get("category") == "e2e" for f in expected["fixtures"].values())
     for g in suite["gates"]:
-        said = g["name"] in (failed if g["severity"] == "hard" else warned)
-        difference = CATCH_RATE if g["name"] == CATCH_GATE and catch else None
-        found.append(Conclusion(f"gate: {g['name']}", "fail" if said else "pass", g["status"], difference))
+        said = "fail" if g["name"] in (failed if g["severity"] == "hard" else warned) else "pass"
+        if subset and _about_left_out(g["name"], ran_e2e):
+            found.append(Conclusion(f"gate: {g['name']}", said, g["status"], SUBSET, "not_evaluated"))
+        elif g["name"] == CATCH_GATE and catch:
+            found.append(Conclusion(f"gate: {g['name']}", said, g["status"], CATCH_RATE, "fail"))
+        else:
+            found.append(Conclusion(f"gate: {g['name']}", said, g["status"]))
     limits = sorted(w.split(" known-limit margin")[0] for w in gate["warnings"] if "known-limit margin" in w)
     ours = sorted(w.split(":")[0] for w in suite.get("warnings", []) if "known-limit range" in w)
     found.append(Conclusion("known-limit warnings", limits, ours))
-    found.append(Conclusion("verdict", gate["verdict"], suite["verdict"]))
+    if subset:  # the verdict of the gates that answer: devlyn's hard failures but those about left-out fixtures
+        answering = [name for name in failed if not _about_left_out(name, ran_e2e)]
+        rule = "FAIL" if answering else "PASS"
+        found.append(
+            Conclusion("verdict", gate["verdict"], suite["verdict"], SUBSET if rule != gate["verdict"] else None, rule)
+        )
+    else:
+        found.append(Conclusion("verdict", gate["verdict"], suite["verdict"]))
     return found
+
+
+def _about_left_out(gate: str, ran_e2e: bool) -> bool:
+    """The issue's rule for a subset, applied to devlyn's default gates by what each says: a coverage floor
+    (it counts over the whole suite), a comparison of the suite's figures with shipped's, and, when the
+    subset holds no e2e fixture, the e2e fixture's gates."""
+    return (
+        gate.startswith("at least 7 ")
+        or gate in ("the suite margin dropped no more than 3 points vs shipped", CATCH_GATE)
+        or ("every e2e fixture" in gate and not ran_e2e)
+    )
+
+
+SUMMARY_FIGURES = (
+    "fixtures_total", "fixtures_scored", "variant_avg", "bare_avg", "margin_avg", "scores_avg_by_arm", "margins_avg",
+    "hard_floor_violations", "margin_ge_5_count", "gated_fixtures", "known_limit_fixtures", "arms_present",
+)  # fmt: skip
 
 
 def _gate_lines(lines: list[str]) -> set[str]:
@@ -242,11 +399,15 @@ def _catch_rate(record: dict[str, Any]) -> float:
 
 def report(conclusions: list[Conclusion]) -> str:
     """How many conclusions agree, which differ by seed 04, and every disagreement."""
-    explained = [c for c in conclusions if not c.agrees and c.difference]
-    wrong = [c for c in conclusions if not c.agrees and not c.difference]
+    explained = [c for c in conclusions if c.explained]
+    wrong = [c for c in conclusions if not c.agrees and not c.explained]
     lines = [f"{len(conclusions) - len(explained) - len(wrong)} of {len(conclusions)} conclusions agree"]
     lines += [f"  seed 04: {c.what}: devlyn {c.devlyn!r}, assay {c.assay!r} ({c.difference})" for c in explained]
-    lines += [f"  DISAGREES: {c.what}: devlyn {c.devlyn!r}, assay {c.assay!r}" for c in wrong]
+    lines += [
+        f"  DISAGREES: {c.what}: devlyn {c.devlyn!r}, assay {c.assay!r}"
+        + (f" (the seed's rule gives {c.rule!r}: {c.difference})" if c.difference else "")
+        for c in wrong
+    ]
     return "\n".join(lines)
 
 
@@ -264,9 +425,9 @@ def main(argv: list[str]) -> int:
             scenario.write_text(json.dumps({"fixtures": {}}))
         run = ["run", str(args.bench), "--engine", "local", "--concurrency", "4"]
         ran = run_assay(run, scenario, work / "state", work / "run.json", work)
-        conclusions = compare(expected, ran, oracles=(args.bench / "scripts").is_dir())
+        conclusions = compare(expected, ran, oracles=(args.bench / "scripts").is_dir(), bench=args.bench)
     print(report(conclusions))
-    return 0 if all(c.agrees or c.difference for c in conclusions) else 1
+    return 0 if all(c.agrees or c.explained for c in conclusions) else 1
 
 
 if __name__ == "__main__":

@@ -74,6 +74,11 @@ MONITORED = """#!/usr/bin/env bash
 # Stand-in for devlyn's config/skills/_shared/codex-monitored.sh (written by tests/devlyn/derive.py).
 exec "${CODEX_REAL_BIN:-codex}" "$@"
 """
+# Subsets run by fixture id (devlyn's run-suite.sh takes folder names): tag -> (scenario, fixtures).
+SUBSETS = {
+    "subset": ("night1", ("F2-goodbye-command", "F5-upper-no-deps")),
+    "subset-night2": ("night2", ("F3-name-guard", "F5-upper-no-deps", "F9-e2e-ideate-to-resolve")),
+}
 EMPTY_SCENARIO = {"description": "no fixture named: every pair takes the stubs' hash-based defaults", "fixtures": {}}
 
 
@@ -319,21 +324,28 @@ def cleanup(run_ids: dict[str, str]) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def derive_corpus(devlyn: Path, root: Path) -> None:
+def derive_corpus(devlyn: Path, root: Path, only: tuple[str, ...] = ()) -> None:
     repo = build_bench(root, devlyn, real=False)
     env, logs, bench = base_env(root), root / "logs", repo / BENCH
     logs.mkdir()
     token = secrets.token_hex(3)
-    ids = {"night1": f"{token}-night1", "dry-run": f"{token}-dry", "night2": f"{token}-night2"}
+    ids = {tag: f"{token}-{tag}" for tag in ("night1", "dry-run", "night2", *SUBSETS)}
     night1, night2 = SCENARIOS / "night1.json", SCENARIOS / "night2.json"
     plan = (
         ("night1", night1, ["--run-id", ids["night1"], "--bless"], ids["night1"]),
         ("rejudge", night1, ["--judge-only", "--run-id", ids["night1"]], ids["night1"]),
         ("dry-run", night1, ["--dry-run", "--run-id", ids["dry-run"]], ids["dry-run"]),
         ("night2", night2, ["--run-id", ids["night2"]], ids["night2"]),
+        # Subsets as devlyn's users run them (run-suite.sh F2 F5), against night1 as shipped.
+        *(
+            (tag, SCENARIOS / f"{scenario}.json", ["--run-id", ids[tag], *fixtures], ids[tag])
+            for tag, (scenario, fixtures) in SUBSETS.items()
+        ),
     )
     try:
         for tag, scenario, args, run_id in plan:
+            if only and tag not in (*only, "night1"):  # night1 is blessed: what the others compare with
+                continue
             run = run_suite(repo, env, scenario, args, logs, tag)
             record = collect(bench, run_id, run)
             record["provenance"] = provenance(
@@ -342,7 +354,8 @@ def derive_corpus(devlyn: Path, root: Path) -> None:
             if tag == "night1":
                 shipped = read_json(bench / "history" / "baselines" / "shipped.json")
                 record["provenance"]["blessed_run_id"] = shipped.get("run_id") if shipped else None
-            write(EXPECTED / f"{tag}.json", record)
+            if not only or tag in only:
+                write(EXPECTED / f"{tag}.json", record)
     finally:
         cleanup(ids)
 
@@ -371,6 +384,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--real", action="store_true", help="run devlyn's own suite (night1 only) instead of ours")
     parser.add_argument("--out", type=Path, help="output file for --real (never inside the repository)")
     parser.add_argument("--keep", action="store_true", help="keep the throw-away bench and its logs")
+    parser.add_argument("--only", nargs="+", default=(), help="write only these records (night1 runs regardless)")
     args = parser.parse_args(argv)
     if args.real and args.out is None:
         parser.error("--real needs --out")
@@ -380,7 +394,7 @@ def main(argv: list[str]) -> int:
         if args.real:
             derive_real(devlyn, root, args.out)
         else:
-            derive_corpus(devlyn, root)
+            derive_corpus(devlyn, root, tuple(args.only))
     finally:
         if args.keep:
             print(f"derive.py: kept {root}", file=sys.stderr)

@@ -37,6 +37,7 @@ from tests.devlyn.compare import (
     DEPENDENCIES,
     DISQUALIFIED_LOSES,
     STDOUT_ONLY,
+    SUBSET,
     Ran,
     compare,
     report,
@@ -45,18 +46,50 @@ from tests.devlyn.compare import (
 from tests.integration.conftest import REPO
 
 CORPUS = REPO / "tests" / "devlyn"
-NIGHTS = ("night1", "rejudge", "night2", "dry-run")
+NIGHTS = ("night1", "rejudge", "night2", "dry-run", "subset", "subset-night2")
+# Subsets named as devlyn's users name fixtures (short ids; devlyn's run-suite.sh takes folder names).
+SUBSETS = {"subset": ("night1", ["F2", "F5"]), "subset-night2": ("night2", ["F3", "F5-upper-no-deps", "F9"])}
 # The conclusions where assay follows seed 04 and devlyn's harness does not, and why.
 SEED_04 = {
     **{
         (night, what): STDOUT_ONLY  # F2 bare prints its farewell on stderr
-        for night in ("night1", "rejudge", "night2")
-        for what in ("F2-goodbye-command/bare verification", "F2-goodbye-command/bare verification reasons")
+        for night in ("night1", "rejudge", "night2", "subset")
+        for what in (
+            "F2-goodbye-command/bare verification",
+            "F2-goodbye-command/bare verification reasons",
+            "F2-goodbye-command summary arms.bare.verify_score",
+        )
     },
     ("night1", "F5-upper-no-deps/bare new dependencies"): DEPENDENCIES,  # npm writes package.json indented
     ("rejudge", "F5-upper-no-deps/bare new dependencies"): DEPENDENCIES,
     ("night2", "F5-upper-no-deps winner"): DISQUALIFIED_LOSES,  # the judge picks bare, which is disqualified
     ("night2", "gate: the critical-finding catch rate of variant did not fall vs shipped"): CATCH_RATE,
+    ("subset", "F5-upper-no-deps/bare new dependencies"): DEPENDENCIES,
+    # Gates about fixtures a subset did not run: devlyn fails the e2e fixture's and the coverage floors, and
+    # compares the subset's suite margin with the whole shipped suite's; assay evaluates none of them.
+    **{
+        ("subset", f"gate: {gate}"): SUBSET
+        for gate in (
+            "every e2e fixture (F9) has variant margin >= +5",
+            "at least 7 gated fixtures have variant margin >= +5 (headroom-aware)",
+            "every e2e fixture (F9) has solo_claude margin over bare >= +5",
+            "at least 7 headroom-available fixtures have solo_claude margin over bare >= +5",
+            "the suite margin dropped no more than 3 points vs shipped",
+            "the critical-finding catch rate of variant did not fall vs shipped",
+        )
+    },
+    ("subset", "verdict"): SUBSET,  # F2 and F5 pass every gate that can answer on them
+    ("subset", "exit code"): SUBSET,
+    ("subset-night2", "F5-upper-no-deps winner"): DISQUALIFIED_LOSES,
+    **{
+        ("subset-night2", f"gate: {gate}"): SUBSET
+        for gate in (
+            "at least 7 gated fixtures have variant margin >= +5 (headroom-aware)",
+            "at least 7 headroom-available fixtures have solo_claude margin over bare >= +5",
+            "the suite margin dropped no more than 3 points vs shipped",
+            "the critical-finding catch rate of variant did not fall vs shipped",
+        )
+    },
 }
 
 
@@ -98,6 +131,8 @@ def _runs(folder: Path) -> dict[str, Ran]:
             "night2": run_assay(run, scenario / "night2.json", state, folder / "night2.json", folder),
             "dry-run": run_assay([*run, "--dry-run"], scenario / "night1.json", state, folder / "dry-run.json", folder),
         }
+        for tag, (night, ids) in SUBSETS.items():  # against night1, blessed as shipped
+            codes[tag] = run_assay([*run, *ids], scenario / f"{night}.json", state, folder / f"{tag}.json", folder)
         done.write_text(json.dumps({name: ran.returncode for name, ran in codes.items()}))
     found = {}
     for name, code in json.loads(done.read_text()).items():
@@ -108,12 +143,17 @@ def _runs(folder: Path) -> dict[str, Ran]:
 
 @pytest.mark.parametrize("night", NIGHTS)
 def test_every_conclusion_agrees_but_where_seed_04_decides(runs: dict[str, Ran], night: str) -> None:
-    shipped = expected("night1") if night == "night2" else None
-    conclusions = compare(expected(night), runs[night], oracles=False, shipped=shipped)
+    shipped = expected("night1") if night in ("night2", "subset", "subset-night2") else None
+    subset = night in SUBSETS
+    conclusions = compare(
+        expected(night), runs[night], oracles=False, shipped=shipped, bench=CORPUS / "suite", subset=subset
+    )
 
     differ = {c.what: c.difference for c in conclusions if not c.agrees}
     assert differ == {what: why for (n, what), why in SEED_04.items() if n == night}, report(conclusions)
-    assert len(conclusions) > (30 if night == "dry-run" else 150)  # the comparison covered the corpus
+    # and where they differ, assay's answer is the one the seed's (or the issue's) rule gives
+    assert all(c.explained for c in conclusions if not c.agrees), report(conclusions)
+    assert len(conclusions) > (30 if night == "dry-run" else 50 if subset else 150)  # it covered the run
 
 
 def test_the_seed_04_differences_are_as_documented(runs: dict[str, Ran]) -> None:

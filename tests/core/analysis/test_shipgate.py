@@ -25,7 +25,8 @@ from fixtures_core.analysis.shipgate import (
     gate_context,
 )
 from fixtures_core.records.rundoc import RunResult, to_document
-from fixtures_core.records.store import SHIPPED, Store, bless_refusal
+from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_baseline
+from fixtures_core.reports import shipgate as shipgate_report
 from fixtures_core.verdicts.case import EXPECTED, OUTSIDE_KNOWN_LIMIT
 from tests.suites import run_in_process
 
@@ -116,7 +117,9 @@ def test_a_hard_gate_fails_the_run_and_a_soft_gate_warns(tmp_path: Path) -> None
     warned = run_suite(tmp_path, cases, soft)
 
     assert (only_suite(failed).verdict, failed.status, failed.verdict.exit_code) == ("FAIL", "FAIL", 1)
-    assert only_suite(failed).hard_floor_violations == 1
+    # assay's count of failed hard gates under its own name; devlyn's hard-floor violations (disqualified
+    # first arms) under devlyn's
+    assert (only_suite(failed).failed_hard_gates, only_suite(failed).hard_floor_violations) == (1, 0)
     assert [g.status for g in only_suite(failed).gates] == ["fail"]
     assert (only_suite(warned).verdict, warned.status) == ("PASS", "PASS")
     assert only_suite(warned).warnings == ("soft gate 'margin floor' warned",)  # a soft gate never blocks
@@ -343,22 +346,56 @@ def test_a_case_every_arm_saturated_here_and_in_shipped_is_a_rotation_candidate(
     assert any(w.startswith("F1: every arm scored above 95 here and in ") for w in suite.warnings)
 
 
-def test_a_changed_rubric_makes_the_shipped_run_not_comparable(tmp_path: Path) -> None:
+def test_a_changed_rubric_is_not_compared_and_blessing_it_starts_a_new_baseline(tmp_path: Path) -> None:
     rubric = "rubric: RUBRIC.md"
     (tmp_path / "RUBRIC.md").write_text("score it\n")
-    drop = gates("- {name: holds, cel: '!has(suite.baseline_margin) || suite.margin >= suite.baseline_margin - 3.0'}")
-    shipped = run_suite(tmp_path, [("F1", "90", "80", "")], drop, judge_extra=rubric)
-    Store(tmp_path / ".assay").bless(shipped.run_id, SHIPPED)
-    same = run_suite(tmp_path, [("F1", "90", "80", "")], drop, judge_extra=rubric)
+    drop = gates(
+        "- {name: holds, cel: '!has(suite.baseline_margin) || suite.margin >= suite.baseline_margin - 3.0'}",
+        "- {name: floor, cel: 'rows.all(r, r.margin >= 5.0)', severity: hard}",
+    )
+    store = Store(tmp_path / ".assay")
+    shipped = run_suite(tmp_path, [("F1", "90", "80", ""), ("F2", "90", "70", "")], drop, judge_extra=rubric)
+    store.bless(shipped.run_id, SHIPPED)
+    same = run_suite(tmp_path, [("F1", "90", "80", ""), ("F2", "90", "80", "")], drop, judge_extra=rubric)
     (tmp_path / "RUBRIC.md").write_text("score it differently\n")
 
-    changed = run_suite(tmp_path, [("F1", "90", "80", "")], drop, judge_extra=rubric)
+    changed = run_suite(tmp_path, [("F1", "90", "80", ""), ("F2", "90", "80", "")], drop, judge_extra=rubric)
 
-    assert only_suite(same).comparable
+    assert only_suite(same).comparable and [g.status for g in only_suite(same).gates] == ["fail", "pass"]
     suite = only_suite(changed)
     assert not suite.comparable
-    assert suite.warnings[0].startswith("the rubric changed since ")
-    assert suite.warnings[0].endswith(": scores and margins are not comparable with it")
+    assert suite.incomparable is not None and suite.incomparable.startswith("RUBRIC.md changed: sha256 ")
+    assert suite.warnings[0] == f"not comparable with {suite.baseline}: {suite.incomparable}"
+    # its regression gate is not evaluated, with why; the gate about this run alone still answers
+    held, floor = suite.gates
+    assert (held.status, held.error) == (
+        "not_evaluated",
+        f"not comparable ({suite.incomparable}): the saved run's figures are not compared",
+    )
+    assert floor.status == "pass"
+    assert suite.baseline_margin is None and all(c.baseline_margin is None for c in suite.cases)
+    assert shipgate_report.regression_text(suite) == f"not compared: not comparable ({suite.incomparable})"
+    assert new_baseline(same) is None and new_baseline(changed) == f"{suite.file}: {suite.incomparable}"
+
+    store.bless(changed.run_id, SHIPPED)  # blessing it starts a new baseline, and the record keeps each rubric
+    lines = (tmp_path / ".assay" / "baselines" / "blessed.jsonl").read_text().splitlines()
+    first, second = (json.loads(line) for line in lines)
+    assert (first["run_id"], first["new_baseline"]) == (shipped.run_id, None)
+    assert (second["run_id"], second["new_baseline"]) == (changed.run_id, new_baseline(changed))
+    assert first["suites"][0]["rubric_sha256"] != second["suites"][0]["rubric_sha256"]
+    assert second["suites"][0]["rubric_sha256"] == only_suite(changed).judge.rubric_sha256  # type: ignore[union-attr]
+
+
+def test_a_changed_fixture_set_is_not_compared(tmp_path: Path) -> None:
+    drop = gates("- {name: holds, cel: '!has(suite.baseline_margin) || suite.margin >= suite.baseline_margin'}")
+    shipped = run_suite(tmp_path, [("F1", "90", "80", "")], drop)
+    Store(tmp_path / ".assay").bless(shipped.run_id, SHIPPED)
+
+    grown = run_suite(tmp_path, [("F1", "90", "80", ""), ("F2", "90", "89", "")], drop)
+
+    suite = only_suite(grown)
+    assert suite.incomparable == "the fixture set changed: added F2"
+    assert suite.gates[0].status == "not_evaluated"
 
 
 # --- gates answer only on data (verdicts.gates) ------------------------------------------------
@@ -379,7 +416,7 @@ def test_with_every_case_errored_no_gate_fails_and_the_verdict_leads_with_the_er
     assert [g.status for g in suite.gates] == ["not_evaluated", "not_evaluated"]  # never FAILED, never ok
     error = suite.gates[0].error
     assert error is not None and error.startswith("no data: 2 cases have no result (F1: judge ")
-    assert (suite.verdict, suite.hard_floor_violations, broken.verdict.failed_gates) == ("ERR", 0, ())
+    assert (suite.verdict, suite.failed_hard_gates, broken.verdict.failed_gates) == ("ERR", 0, ())
     assert broken.verdict.why.startswith("4 rows errored: 'F1/variant', 'F1/bare', 'F2/variant', 'F2/bare'")
     assert "gate" not in broken.verdict.why
 

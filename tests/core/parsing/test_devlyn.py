@@ -51,7 +51,8 @@ def bench(tmp_path: Path) -> Path:
 
 
 def rows_of(path: Path) -> list[RowSpec]:
-    return list(parse_file(path).rows)
+    """The rows a run of ``path`` runs (a retired fixture is read, but runs only when its id is given)."""
+    return list(load_matrix([str(path)]).rows)
 
 
 def test_a_benchmark_is_found_from_its_folder_or_its_fixtures_folder(bench: Path, tmp_path: Path) -> None:
@@ -68,7 +69,9 @@ def test_each_fixture_runs_once_per_default_arm_with_its_prompt(bench: Path) -> 
 
     assert [r.name for r in rows] == [
         f"{case}/{arm}" for case in ("F1-trivial", "F8-known-limit") for arm in ("variant", "solo_claude", "bare")
-    ]  # retired/ is not read
+    ]  # retired/ does not run
+    retired = [r.name for r in parse_file(bench).rows if r.ab is not None and r.ab.retired]
+    assert retired == ["F7-old/variant", "F7-old/solo_claude", "F7-old/bare"]  # read, for replay by id
     variant, solo, bare = rows[:3]
     assert variant.argv == ("claude", "-p", "{{ .prompt }}", "--dangerously-skip-permissions")
     assert variant.ab is not None and solo.ab is not None and bare.ab is not None

@@ -8,6 +8,7 @@ import pytest
 
 from fixtures_core.errors import FixtureError, UsageError
 from fixtures_core.parsing.matrix import fixture_paths, load_matrix, samples_at_once, select
+from fixtures_core.spec import Matrix
 
 TABLE = "---\nexec: echo\nrepeat: 2\n---\n| Name |\n|---|\n{rows}"
 
@@ -161,3 +162,37 @@ def test_fixtures_without_rows_are_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "prose.md").write_text("# Only prose\n", encoding="utf-8")
     with pytest.raises(UsageError, match="the fixtures contain no rows"):
         select(load_matrix([str(tmp_path)]))
+
+
+# --- a subset of a devlyn benchmark, as devlyn's users name it -------------------------------
+
+EXAMPLE_BENCH = Path(__file__).resolve().parents[3] / "examples" / "devlyn"
+
+
+def cases_of(matrix: Matrix) -> list[str]:
+    return list(dict.fromkeys(row.ab.case for row in matrix.rows if row.ab is not None))
+
+
+@pytest.mark.parametrize("given", [["F2", "F9"], ["F2-count-words", "F9-e2e-version"], ["F9", "F2-count-words"]])
+def test_fixture_ids_after_a_benchmark_run_only_those_fixtures(given: list[str]) -> None:
+    for bench in (str(EXAMPLE_BENCH), str(EXAMPLE_BENCH / "suite.md")):  # the folder, or a suite file naming it
+        assert cases_of(load_matrix([bench, *given])) == ["F2-count-words", "F9-e2e-version"]
+
+
+def test_a_fixture_id_that_names_no_fixture_is_a_usage_error_naming_the_fixtures() -> None:
+    with pytest.raises(UsageError, match=r"^F7: no such fixture in .*devlyn \(its fixtures: F1-loud-flag, F2-count"):
+        load_matrix([str(EXAMPLE_BENCH), "F7"])
+    with pytest.raises(UsageError, match=r"^F2: a fixture id names a fixture of a benchmark: give its folder too"):
+        load_matrix(["F2"])
+
+
+def test_filter_on_a_fixture_id_keeps_its_arms() -> None:
+    matrix = load_matrix([str(EXAMPLE_BENCH)])
+    assert cases_of(select(matrix, ["F2"])) == ["F2-count-words"]
+    assert cases_of(select(matrix, ["F8-known-limit-docstring", "F9*"])) == [
+        "F8-known-limit-docstring",
+        "F9-e2e-version",
+    ]
+    assert len(select(matrix, ["F2"]).rows) == 3  # variant, solo_claude, bare
+    with pytest.raises(UsageError, match="matches no row"):
+        select(matrix, ["F"])  # a short id is F and a number: F matches no fixture

@@ -41,6 +41,7 @@ def test_blessed_names_that_differ_are_kept_apart(tmp_path: Path) -> None:
     assert {p.name for p in (tmp_path / "baselines").iterdir()} == {
         store.baseline_file("team/a").name,
         store.baseline_file("team_a").name,
+        "blessed.jsonl",  # the record of every bless
     }
 
 

@@ -41,7 +41,8 @@ def test_the_example_suite_report(example_run: ExampleRun) -> None:
     assert "Suite average hasty score:   88" in lines
     assert "Suite average margin:        +12" in lines
     assert any(line.startswith("DISQUALIFIED config-comments/hasty: loses the case (") for line in lines)
-    assert "Hard-floor violations:       0" in lines
+    assert "Hard-floor violations:       0" in lines  # devlyn's: no careful arm was disqualified
+    assert "Failed hard gates:           0" in lines  # assay's own count
     assert "Regression vs shipped:       n/a (first run)" in lines
     assert verdict_text(suite) == "SHIP-GATE VERDICT: PASS"
 
