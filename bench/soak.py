@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 HEARTBEAT_S = 30
+SECRET_VARIABLE = "PREFECT_API_AUTH_STRING"
 WINDOW_S = 180  # flows.server.silent_runs.window_for(30): three heartbeats, at least 3 minutes
 SERVE_PERIOD_S = 60
 FIXTURE = (
@@ -120,10 +121,14 @@ class Night:
         return f"http://127.0.0.1:{self.port}/api"
 
     def env(self, **extra: str) -> dict[str, str]:
+        from flows.server.credentials import read_secret
+
+        # postgres_server.py switches Prefect's API authentication on: every client passes the team home's secret.
+        secret = read_secret(self.team.resolve() / "prefect-home") if self.args.server == "script" else None
         return c.child_env(
             prefect_home=self.root / "client-home", api_url=self.api_url, PYTHONPATH=str(c.REPO),
             PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S), PREFECT_WORKER_QUERY_SECONDS="2",
-            PREFECT_RUNNER_POLL_FREQUENCY="2", **extra,
+            PREFECT_RUNNER_POLL_FREQUENCY="2", **({SECRET_VARIABLE: secret} if secret else {}), **extra,
         )  # fmt: skip
 
     def log(self, name: str) -> Any:
@@ -136,6 +141,9 @@ class Night:
         """Start Prefect's server (PostgreSQL too, the first time); retried until it answers."""
         for _attempt in range(10):
             if self._start_server_once():
+                secret = self.env().get(SECRET_VARIABLE)
+                if secret:
+                    os.environ[SECRET_VARIABLE] = secret  # this script's own clients (client_of)
                 return
             self.server_starts_failed += 1
             time.sleep(5)
@@ -264,8 +272,10 @@ def client_of(api_url: str) -> Iterator[Any]:
     from prefect.client.orchestration import get_client
     from prefect.settings import temporary_settings
 
+    secret = os.environ.get(SECRET_VARIABLE)  # the team server's, set by Night.start_server
+    updates = {"api.url": api_url, "client.max_retries": 1} | ({"api.auth_string": secret} if secret else {})
     with (
-        temporary_settings(updates={"api.url": api_url, "client.max_retries": 1}),
+        temporary_settings(updates=updates),
         get_client(sync_client=True) as client,
     ):
         yield client
