@@ -183,11 +183,12 @@ class RunOptions:
 
 
 def paths_read_from(paths: Sequence[str], workdir: object) -> tuple[str, ...]:
-    """Recorded fixture paths as this folder reads them: a relative one joined to the working folder the
-    run read it in, when the run recorded one (an absolute folder) and it is not this one."""
+    """Recorded fixture paths as this folder reads them: a relative one that is not here is joined to the
+    working folder the run read it in, when the run recorded one (an absolute folder) and it is not this one.
+    One that is here is read here: a project copied or moved with its state folder resumes as it is now."""
     if not isinstance(workdir, str) or not os.path.isabs(workdir) or Path(workdir) == Path.cwd():
         return tuple(paths)
-    return tuple(path if os.path.isabs(path) else os.path.join(workdir, path) for path in paths)
+    return tuple(path if os.path.isabs(path) or os.path.exists(path) else os.path.join(workdir, path) for path in paths)
 
 
 def _number(value: int) -> str:
