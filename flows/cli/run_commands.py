@@ -1,4 +1,4 @@
-"""The commands that make a run: ``assay run`` (and ``python -m flows.run``) and ``assay rejudge``.
+"""The commands that make a run: ``assay run`` (and ``python -m flows.run``), ``assay rejudge`` and ``assay recheck``.
 
 They check the command line's own options, hand a ``RunOptions`` to
 ``fixtures_core/runs/`` (the local engine) or to the Prefect flow
@@ -26,6 +26,7 @@ from fixtures_core.reports.outputs import check_bundle, check_writable, write_bu
 from fixtures_core.reports.progress import Progress
 from fixtures_core.runs.options import RunOptions, resume_options
 from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recheck import recheck
 from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
 from flows.cli.help_texts import (
@@ -218,6 +219,38 @@ def rejudge_command(
     closing[:] = [(rejudged.run, options)]
     _report(rejudged.run, json_path)
     raise Exit(2 if current_guard().interrupted else rejudged.run.verdict.exit_code)
+
+
+def recheck_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="FIXTURE", help="Fixture files to check with (default: the run's own, as now)."),
+    ] = None,
+    baseline: Annotated[
+        Optional[str], typer.Option("--baseline", help=f"Compare with a saved run: {SAVED_RUN}.")
+    ] = None,
+    tolerance: Annotated[float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates.")] = 0.0,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the new run.")] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+) -> None:
+    """Check a stored run's samples again with the fixture files as they are now; no command runs. A new run."""
+    _check_json_path(json_path)
+    options = RunOptions(
+        paths=tuple(paths or ()), out=out_dir, baseline=baseline, tolerance=tolerance, label=label,
+        html=html, junit=junit, summary=summary, frame=frame, engine="local",
+    )  # fmt: skip
+    options.check()
+    with Containment() as containment, current_guard().running(containment):
+        rechecked = recheck(run_ref, options, containment)
+    closing[:] = [(rechecked.run, options)]
+    _report(rechecked.run, json_path)
+    raise Exit(2 if current_guard().interrupted else rechecked.run.verdict.exit_code)
 
 
 def _check_json_path(json_path: Path | None) -> None:

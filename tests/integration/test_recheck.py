@@ -1,0 +1,205 @@
+"""``assay recheck RUN``: a stored run's samples judged again with the fixture files as they are now,
+on real runs of real commands, and no sample command started by the recheck."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures_core.records.store import Store
+from fixtures_core.runs.options import RunOptions
+from fixtures_core.runs.recheck import recheck
+from tests.integration.conftest import REPO, WIDE, run_cli
+from tests.suites import run_in_process
+
+# Every status, a metric with a threshold and a baseline row, a pass rate, a timeout. Each sample
+# appends a line to MARK: the recheck must add none.
+CORPUS = """---
+repeat: 3
+metrics:
+  - name: score
+    extract: json.score
+    unit: points
+    aggregate: median
+    direction: higher
+    baseline: good
+    threshold: {{regressionPercent: 10}}
+  - name: spent
+    extract: json.score * 0.5
+    unit: usd
+    aggregate: mean
+    gate: false
+---
+
+| Name | Command | CEL | Pass Rate | Skip | Timeout |
+|---|---|---|---|---|---|
+| good | `echo x >> {mark}; echo '{{"score": 10}}'` | `json.score > 5` | | | |
+| worse | `echo x >> {mark}; echo '{{"score": 6}}'` | `json.score > 5` | | | |
+| wrong | `echo x >> {mark}; echo '{{"score": 3}}'` | `json.score > 5` | | | |
+| broken | `echo x >> {mark}; echo not json` | `json.score > 5` | | | |
+| exits | `echo x >> {mark}; exit 3` | `true` | | | |
+| flaky | `echo x >> {mark}; [ "$ASSAY_SAMPLE" = 1 ] && echo '{{"score": 1}}' \\|\\| echo '{{"score": 9}}'` \
+| `json.score > 5` | 0.5 | | |
+| skipped | `echo x >> {mark}` | `true` | | true | |
+| slow | `echo x >> {mark}; sleep 30` | `true` | | | 1s |
+"""
+
+
+def write_corpus(folder: Path, text: str = CORPUS) -> tuple[Path, Path]:
+    """The corpus fixture in ``folder`` and the marker file its samples append to."""
+    mark = folder / "mark.txt"
+    fixture = folder / "corpus.md"
+    fixture.write_text(text.format(mark=mark))
+    return fixture, mark
+
+
+def marks(mark: Path) -> int:
+    return len(mark.read_text().splitlines()) if mark.exists() else 0
+
+
+def cli(tmp_path: Path, *args: str) -> tuple[Any, dict[str, Any]]:
+    """``assay ARGS --out STATE --json OUT.json`` in its own process; the process and its run document."""
+    target = tmp_path / "out.json"
+    target.unlink(missing_ok=True)
+    done = run_cli([*args, "--out", str(tmp_path / "state"), "--json", str(target)], cwd=tmp_path, env=WIDE)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done, json.loads(target.read_text()) if target.exists() else {}
+
+
+def comparable(document: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The run document with what differs by design set aside: ids, times, the recheck's own mark,
+    and each row's evidence path made absolute (a recheck names the source run's files)."""
+    document = json.loads(json.dumps(document))
+    for key in ("run_id", "started_at", "finished_at", "rechecked"):
+        document.pop(key, None)
+    document["options"].pop("recheck", None)
+    for fixture in document["fixtures"]:
+        for row in fixture["rows"]:
+            if "evidence" in row:
+                row["evidence"] = str((run_dir / row["evidence"]).resolve())
+    return document
+
+
+def rows_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for fixture in document["fixtures"] for row in fixture["rows"]}
+
+
+@pytest.mark.parametrize("example", ["corpus", "matrix"])
+def test_unchanged_fixtures_give_exactly_the_source_runs_verdicts(tmp_path: Path, example: str) -> None:
+    if example == "corpus":
+        fixture, mark = write_corpus(tmp_path)
+    else:
+        fixture, mark = REPO / "examples" / "matrix.md", tmp_path / "none"
+    ran, source = cli(tmp_path, str(fixture), "--engine", "local")
+    samples = marks(mark)
+
+    done, rechecked = cli(tmp_path, "recheck", source["run_id"])
+
+    assert done.returncode == ran.returncode, done.stdout + done.stderr
+    assert marks(mark) == samples
+    assert rechecked["rechecked"] == source["run_id"]
+    state = Store(tmp_path / "state")
+    assert comparable(rechecked, state.run_dir(rechecked["run_id"])) == comparable(
+        source, state.run_dir(source["run_id"])
+    )
+    if example == "corpus":  # the corpus does cover every status
+        assert {row["status"] for row in rows_of(source).values()} == {"PASS", "FAIL", "ERR", "SKIP"}
+
+
+def test_a_fixed_assertion_is_judged_on_the_stored_samples_and_no_command_starts(tmp_path: Path) -> None:
+    fixture, mark = write_corpus(tmp_path)
+    _ran, source = cli(tmp_path, str(fixture), "--engine", "local")
+    samples = marks(mark)
+    assert rows_of(source)["wrong"]["status"] == "FAIL"
+    edited = (
+        CORPUS.replace("regressionPercent: 10", "regressionPercent: 80")  # a threshold loosened
+        .replace("'{{\"score\": 3}}'` | `json.score > 5`", "'{{\"score\": 3}}'` | `json.score > 2`")
+        .replace("| exits | `echo x >> {mark}; exit 3`", "| exits | `echo x >> {mark}; exit 4`")
+        .replace("| skipped |", "| added | `echo x >> {mark}` | `true` | | | |\n| skipped |")
+    )
+    write_corpus(tmp_path, edited)
+    reports = {flag: tmp_path / name for flag, name in
+               (("--html", "r.html"), ("--junit", "r.xml"), ("--summary", "r.md"), ("--frame", "r.csv"))}  # fmt: skip
+
+    done, rechecked = cli(
+        tmp_path, "recheck", source["run_id"], *(x for flag, path in reports.items() for x in (flag, str(path)))
+    )
+
+    assert marks(mark) == samples, "a recheck started a sample command"
+    assert rechecked["rechecked"] == source["run_id"]
+    rows = rows_of(rechecked)
+    assert rows["wrong"]["status"] == "PASS"  # the fixed assertion, on the samples the run stored
+    assert rows_of(source)["worse"]["status"] == "FAIL" and rows["worse"]["status"] == "PASS"  # the threshold
+    assert rows["exits"]["status"] == "ERR"
+    assert rows["exits"]["error"] == f"changed since {source['run_id']}: the command; run it"
+    assert rows["added"]["status"] == "ERR"
+    assert rows["added"]["error"] == f"not in {source['run_id']}: run it"
+    for name in ("good", "broken", "flaky", "skipped", "slow"):
+        assert rows[name]["status"] == rows_of(source)[name]["status"], name
+    assert f"rechecked: {source['run_id']}" in done.stdout
+    for path in reports.values():
+        assert path.is_file() and path.stat().st_size > 0, path
+    assert source["run_id"] in (tmp_path / "r.html").read_text()
+    state = Store(tmp_path / "state")
+    assert not (state.run_dir(rechecked["run_id"]) / "evidence").exists(), "a recheck keeps no evidence of its own"
+
+
+def test_a_sample_whose_output_was_cut_is_not_judged_on_part_of_it(tmp_path: Path) -> None:
+    fixture = tmp_path / "cut.md"
+    fixture.write_text(
+        "| Name | Command | CEL |\n|---|---|---|\n"
+        "| long | `printf 'a%.0s' $(seq 1 500); echo DONE` | `exitCode == 0` |\n"
+        "| reads | `printf 'a%.0s' $(seq 1 500); echo DONE` | `stdout.contains(\"a\")` |\n"
+    )
+    state = tmp_path / "state"
+    source = run_in_process(fixture, state, capture_limit=100)
+    assert all(sample.truncated for row in source.rows for sample in row.samples)
+
+    run = recheck(source.run_id, RunOptions(paths=(), out=str(state))).run
+
+    rows = {row.name: row for row in run.rows}
+    assert rows["long"].status == "PASS"  # it reads only the exit code, which was kept whole
+    assert rows["reads"].status == "ERR"
+    assert rows["reads"].error == (
+        "sample 0's stored output was cut at the capture limit: its checks read the output, "
+        "which cannot be judged on the whole text: run it"
+    )
+
+
+def runs_in(state: Path) -> list[str]:
+    return sorted(p.name for p in (state / "runs").iterdir()) if (state / "runs").is_dir() else []
+
+
+@pytest.mark.parametrize("damage", ["no run", "not a run folder", "evidence edited", "evidence cut", "bad fixture"])
+def test_bad_input_is_one_line_naming_the_file_exit_2_and_nothing_written(tmp_path: Path, damage: str) -> None:
+    fixture, _mark = write_corpus(tmp_path)
+    _ran, source = cli(tmp_path, str(fixture), "--engine", "local")
+    state = tmp_path / "state"
+    before = runs_in(state)
+    evidence = sorted((Store(state).run_dir(source["run_id"]) / "evidence").glob("*good*.jsonl"))[0]
+    reference, named = source["run_id"], str(evidence)
+    if damage == "no run":
+        reference = named = "no-such-run"
+    elif damage == "not a run folder":
+        folder = tmp_path / "elsewhere"
+        folder.mkdir()
+        (folder / "notes.txt").write_text("hello\n")
+        reference = named = str(folder)
+    elif damage == "evidence edited":
+        lines = evidence.read_text().splitlines(keepends=True)
+        evidence.write_text("".join(lines[1:]))  # a sample's line taken out
+    elif damage == "evidence cut":
+        evidence.write_text(evidence.read_text()[:-40])  # the row's last line torn
+    else:
+        fixture.write_text(fixture.read_text().replace("repeat: 3", "repeat: [3"))
+        named = str(fixture)
+
+    done, _document = cli(tmp_path, "recheck", reference)
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert named in done.stderr or Path(named).name in done.stderr, done.stderr
+    assert runs_in(state) == before, "a refused recheck wrote a run"
