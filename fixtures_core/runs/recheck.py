@@ -87,10 +87,10 @@ def _check_source(store: Store, run_file: Path, source: RunResult) -> None:
         raise UsageError(f"{run_file}: run {source.run_id} has A/B suites: re-judge it with `assay rejudge`")
     if source.dry_run:
         raise UsageError(f"{run_file}: run {source.run_id} is a dry run: no sample ran, there is nothing to check")
-    if run_file.resolve().parent != store.run_dir(source.run_id).resolve():
+    if not (store.run_dir(source.run_id) / "evidence").is_dir():
         raise UsageError(
-            f"{run_file}: not the run.json of a run folder under {store.root}/runs (a baseline or a copy keeps "
-            "no samples): give the run id, or --out the state folder it ran in"
+            f"{run_file}: run {source.run_id} has no folder with its samples under {store.root}/runs "
+            "(give --out the state folder it ran in)"
         )
 
 

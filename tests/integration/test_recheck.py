@@ -4,6 +4,10 @@ on real runs of real commands, and no sample command started by the recheck."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +207,49 @@ def test_bad_input_is_one_line_naming_the_file_exit_2_and_nothing_written(tmp_pa
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert named in done.stderr or Path(named).name in done.stderr, done.stderr
     assert runs_in(state) == before, "a refused recheck wrote a run"
+
+
+def readme_section() -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index("## Recheck: judge stored samples again with edited checks")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def fenced(section: str, language: str) -> list[str]:
+    """The bodies of the ``language`` fences of a README section, in order."""
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+def test_the_readme_worked_example_runs_as_printed(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    section = readme_section()
+    night, morning = fenced(section, "bash")
+    (edit,) = fenced(section, "diff")
+    removed = [line[1:] for line in edit.splitlines() if line.startswith("-")]
+    added = [line[1:] for line in edit.splitlines() if line.startswith("+")]
+    matrix = tmp_path / "examples" / "matrix.md"
+
+    def run(block: str) -> subprocess.CompletedProcess[str]:
+        (command,) = block.strip().splitlines()
+        argv = shlex.split(command)
+        assert argv[0] == "assay"
+        done = run_cli(argv[1:], cwd=tmp_path, env=WIDE)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    ran = run(night)
+    assert ran.returncode == 1 and re.search(r"API low\s+│ FAIL", ran.stdout), ran.stdout
+    text = matrix.read_text()
+    for old, new in zip(removed, added, strict=True):
+        assert old in text
+        text = text.replace(old, new)
+    matrix.write_text(text)
+    rechecked = run(morning)
+
+    assert rechecked.returncode == 1, rechecked.stdout + rechecked.stderr
+    assert re.search(r"API low\s+│ PASS", rechecked.stdout), rechecked.stdout
+    assert re.search(r"CLI high\s+│ FAIL", rechecked.stdout), rechecked.stdout
+    document = json.loads((tmp_path / ".assay" / "latest.json").read_text())
+    source = json.loads(next((tmp_path / ".assay" / "runs").glob("*/started.json")).read_text())["run_id"]
+    assert document["rechecked"] == source
+    assert "FAIL" in rechecked.stdout.splitlines()[-1]
