@@ -43,12 +43,13 @@ metrics:
 | good | `echo x >> {mark}; echo '{{"score": 10}}'` | `json.score > 5` | | | |
 | worse | `echo x >> {mark}; echo '{{"score": 6}}'` | `json.score > 5` | | | |
 | wrong | `echo x >> {mark}; echo '{{"score": 3}}'` | `json.score > 5` | | | |
-| broken | `echo x >> {mark}; echo not json` | `json.score > 5` | | | |
+| broken | `echo x >> {mark}; echo '{{"score": 10, "s": "x"}}'` | `json.s > 5` | | | |
 | exits | `echo x >> {mark}; exit 3` | `true` | | | |
 | flaky | `echo x >> {mark}; [ "$ASSAY_SAMPLE" = 1 ] && echo '{{"score": 1}}' \\|\\| echo '{{"score": 9}}'` \
 | `json.score > 5` | 0.5 | | |
 | skipped | `echo x >> {mark}` | `true` | | true | |
 | slow | `echo x >> {mark}; sleep 30` | `true` | | | 1s |
+| gated | `echo x >> {mark}` | `true` | | `echo x >> {mark}; false` | |
 """
 
 
@@ -64,11 +65,11 @@ def marks(mark: Path) -> int:
     return len(mark.read_text().splitlines()) if mark.exists() else 0
 
 
-def cli(tmp_path: Path, *args: str) -> tuple[Any, dict[str, Any]]:
-    """``assay ARGS --out STATE --json OUT.json`` in its own process; the process and its run document."""
+def cli(tmp_path: Path, *args: str, out: str = "state") -> tuple[Any, dict[str, Any]]:
+    """``assay ARGS --out OUT --json OUT.json`` in its own process; the process and its run document."""
     target = tmp_path / "out.json"
     target.unlink(missing_ok=True)
-    done = run_cli([*args, "--out", str(tmp_path / "state"), "--json", str(target)], cwd=tmp_path, env=WIDE)
+    done = run_cli([*args, "--out", str(tmp_path / out), "--json", str(target)], cwd=tmp_path, env=WIDE)
     assert "Traceback" not in done.stderr, done.stderr
     return done, json.loads(target.read_text()) if target.exists() else {}
 
@@ -122,6 +123,7 @@ def test_a_fixed_assertion_is_judged_on_the_stored_samples_and_no_command_starts
         CORPUS.replace("regressionPercent: 10", "regressionPercent: 80")  # a threshold loosened
         .replace("'{{\"score\": 3}}'` | `json.score > 5`", "'{{\"score\": 3}}'` | `json.score > 2`")
         .replace("| exits | `echo x >> {mark}; exit 3`", "| exits | `echo x >> {mark}; exit 4`")
+        .replace("`json.s > 5`", "`json.s == \"x\"`")
         .replace("| skipped |", "| added | `echo x >> {mark}` | `true` | | | |\n| skipped |")
     )
     write_corpus(tmp_path, edited)
@@ -141,12 +143,17 @@ def test_a_fixed_assertion_is_judged_on_the_stored_samples_and_no_command_starts
     assert rows["exits"]["error"] == f"changed since {source['run_id']}: the command; run it"
     assert rows["added"]["status"] == "ERR"
     assert rows["added"]["error"] == f"not in {source['run_id']}: run it"
-    for name in ("good", "broken", "flaky", "skipped", "slow"):
+    assert rows["broken"]["status"] == "ERR"  # its first sample erred, so the run took no more
+    assert rows["broken"]["error"] == (
+        f"{source['run_id']} took 1 of 3 samples ({rows_of(source)['broken']['error']}): run it"
+    )
+    for name in ("good", "flaky", "skipped", "slow", "gated"):
         assert rows[name]["status"] == rows_of(source)[name]["status"], name
     assert f"rechecked: {source['run_id']}" in done.stdout
     for path in reports.values():
         assert path.is_file() and path.stat().st_size > 0, path
-    assert source["run_id"] in (tmp_path / "r.html").read_text()
+    for report in ("r.html", "r.md"):
+        assert f"rechecked: {source['run_id']}" in (tmp_path / report).read_text().replace("`", ""), report
     state = Store(tmp_path / "state")
     assert not (state.run_dir(rechecked["run_id"]) / "evidence").exists(), "a recheck keeps no evidence of its own"
 
@@ -177,7 +184,9 @@ def runs_in(state: Path) -> list[str]:
     return sorted(p.name for p in (state / "runs").iterdir()) if (state / "runs").is_dir() else []
 
 
-@pytest.mark.parametrize("damage", ["no run", "not a run folder", "evidence edited", "evidence cut", "bad fixture"])
+@pytest.mark.parametrize(
+    "damage", ["no run", "not a run folder", "evidence edited", "evidence cut", "bad fixture", "another state folder"]
+)
 def test_bad_input_is_one_line_naming_the_file_exit_2_and_nothing_written(tmp_path: Path, damage: str) -> None:
     fixture, _mark = write_corpus(tmp_path)
     _ran, source = cli(tmp_path, str(fixture), "--engine", "local")
@@ -197,11 +206,17 @@ def test_bad_input_is_one_line_naming_the_file_exit_2_and_nothing_written(tmp_pa
         evidence.write_text("".join(lines[1:]))  # a sample's line taken out
     elif damage == "evidence cut":
         evidence.write_text(evidence.read_text()[:-40])  # the row's last line torn
+    elif damage == "another state folder":  # its run.json, given as a file, names a run kept elsewhere
+        copy = tmp_path / "copy.json"
+        shutil.copy(Store(state).run_file(source["run_id"]), copy)
+        reference = named = str(copy)
+        state = tmp_path / "other"
+        before = []
     else:
         fixture.write_text(fixture.read_text().replace("repeat: 3", "repeat: [3"))
         named = str(fixture)
 
-    done, _document = cli(tmp_path, "recheck", reference)
+    done, _document = cli(tmp_path, "recheck", reference, out=state.name)
 
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
