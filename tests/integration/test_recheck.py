@@ -123,7 +123,7 @@ def test_a_fixed_assertion_is_judged_on_the_stored_samples_and_no_command_starts
         CORPUS.replace("regressionPercent: 10", "regressionPercent: 80")  # a threshold loosened
         .replace("'{{\"score\": 3}}'` | `json.score > 5`", "'{{\"score\": 3}}'` | `json.score > 2`")
         .replace("| exits | `echo x >> {mark}; exit 3`", "| exits | `echo x >> {mark}; exit 4`")
-        .replace("`json.s > 5`", "`json.s == \"x\"`")
+        .replace("`json.s > 5`", '`json.s == "x"`')
         .replace("| skipped |", "| added | `echo x >> {mark}` | `true` | | | |\n| skipped |")
     )
     write_corpus(tmp_path, edited)
@@ -268,3 +268,41 @@ def test_the_readme_worked_example_runs_as_printed(tmp_path: Path) -> None:
     source = json.loads(next((tmp_path / ".assay" / "runs").glob("*/started.json")).read_text())["run_id"]
     assert document["rechecked"] == source
     assert "FAIL" in rechecked.stdout.splitlines()[-1]
+
+
+def test_rows_that_cannot_be_judged_again_say_why(tmp_path: Path) -> None:
+    fixture = tmp_path / "rows.md"
+    table = (
+        "---\nrepeat: 20\n---\n\n| Name | Command | CEL | Sampling | Pass Rate |\n|---|---|---|---|---|\n"
+        '| adaptive | `echo no` | `stdout.contains("yes")` | adaptive | 0.5 |\n'
+        '| writes | `echo hi > $ASSAY_TMPDIR/out.txt` | `files["out.txt"] == "hi\\n"` | | |\n'
+        '| plain | `echo hi` | `stdout == "hi\\n"` | | |\n'
+    )
+    fixture.write_text(table)
+    state = tmp_path / "state"
+    source = run_in_process(fixture, state)
+    assert {row.name: row.status for row in source.rows} == {"adaptive": "FAIL", "writes": "PASS", "plain": "PASS"}
+    took = len(next(row for row in source.rows if row.name == "adaptive").samples)
+    assert took < 20  # the adaptive row stopped early: the recheck judges the samples it took
+    fixture.write_text(table.replace('contains("yes")', 'contains("no")').replace("`echo hi`", "`echo  hi`"))
+
+    run = recheck(source.run_id, RunOptions(paths=(), out=str(state))).run
+
+    rows = {row.name: row for row in run.rows}
+    assert rows["adaptive"].status == "PASS" and len(rows["adaptive"].samples) == took
+    assert (rows["adaptive"].sampling or "").startswith(f"rechecked on the {took} samples {source.run_id} took: ")
+    assert rows["writes"].status == "ERR"
+    assert rows["writes"].error == (
+        f"its checks read files, which {source.run_id} did not keep (a sample's tmpdir is gone): run it"
+    )
+    assert rows["plain"].error == f"changed since {source.run_id}: the command; run it"
+
+    started = Store(state).run_dir(source.run_id) / "started.json"
+    record = json.loads(started.read_text())
+    del record["produced"]  # a run made before runs recorded what produced their rows
+    started.write_text(json.dumps(record))
+    older = recheck(source.run_id, RunOptions(paths=(), out=str(state))).run
+    assert {row.status for row in older.rows} == {"ERR"}
+    assert {row.error for row in older.rows} == {
+        f"{source.run_id} did not record what produced its samples (it ran before recheck existed): run it"
+    }
