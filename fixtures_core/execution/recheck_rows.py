@@ -8,8 +8,9 @@ checks (``execution.checks.check_sample``) can run on it again; ``verdicts.sampl
 * a row new in the file (not in the run), or one whose samples another command produced (its
   command, template values, env or working folder changed: ``execution.produced``);
 * a row whose checks read ``files`` (a sample's tmpdir is gone once it ends);
-* a row with a sample whose output was cut at the capture limit, when its checks read a stream
-  (stdout, stderr, ``json``, ``ansi``, an exact stdout or stderr): they would be judged on part of it.
+* a row with a sample whose output was cut at the capture limit, or masked (``redaction``: the
+  checks saw the secret), when its checks read a stream (stdout, stderr, ``json``, ``ansi``, an
+  exact stdout or stderr): they would be judged on part of it, or on other text.
 
 A sample whose process gave no answer (a timeout, a cancellation, a command that could not start,
 a missing working folder) stays as it was: no check changes that. An adaptive row is checked on the
@@ -28,7 +29,7 @@ from fixtures_core.execution.produced import changed_parts, produced_by
 from fixtures_core.execution.rows import row_result, sample_setting, sampled_row, sampling_note
 from fixtures_core.execution.sampling import Execution
 from fixtures_core.parsing.template import TemplateError
-from fixtures_core.redaction import redactor
+from fixtures_core.redaction import MASK, redactor
 from fixtures_core.results import RowResult, SampleResult
 from fixtures_core.spec import RowSpec
 from fixtures_core.verdicts import row as row_verdict
@@ -73,11 +74,19 @@ def _not_checkable(spec: RowSpec, stored: RowResult, recorded: dict[str, str] | 
         return None  # the samples say it, as in a run
     if programs.uses_files:
         return f"its checks read files, which {source} did not keep (a sample's tmpdir is gone): run it"
+    if not _reads_streams(spec):
+        return None
     cut = [s.index for s in stored.samples if s.truncated]
-    if cut and _reads_streams(spec):
+    if cut:
         return (
             f"sample {cut[0]}'s stored output was cut at the capture limit: its checks read the output, "
             "which cannot be judged on the whole text: run it"
+        )
+    masked = [s.index for s in stored.samples if MASK in s.stdout or MASK in s.stderr]
+    if masked:  # its checks saw the secret the evidence holds as MASK
+        return (
+            f"sample {masked[0]}'s stored output was masked ({MASK}): its checks read the output, "
+            "which cannot be judged on what was masked: run it"
         )
     return None
 

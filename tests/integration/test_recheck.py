@@ -277,11 +277,15 @@ def test_rows_that_cannot_be_judged_again_say_why(tmp_path: Path) -> None:
         '| adaptive | `echo no` | `stdout.contains("yes")` | adaptive | 0.5 |\n'
         '| writes | `echo hi > $ASSAY_TMPDIR/out.txt` | `files["out.txt"] == "hi\\n"` | | |\n'
         '| plain | `echo hi` | `stdout == "hi\\n"` | | |\n'
+        '| leaks | `echo sk-abcdefghijklmnopqrstuvwxyz` | `stdout.contains("sk-")` | | |\n'
+        "| masked, exit code only | `echo sk-abcdefghijklmnopqrstuvwxyz` | `exitCode == 0` | | |\n"
     )
     fixture.write_text(table)
     state = tmp_path / "state"
     source = run_in_process(fixture, state)
-    assert {row.name: row.status for row in source.rows} == {"adaptive": "FAIL", "writes": "PASS", "plain": "PASS"}
+    assert {row.name: row.status for row in source.rows} == {
+        "adaptive": "FAIL", "writes": "PASS", "plain": "PASS", "leaks": "PASS", "masked, exit code only": "PASS"
+    }  # fmt: skip
     took = len(next(row for row in source.rows if row.name == "adaptive").samples)
     assert took < 20  # the adaptive row stopped early: the recheck judges the samples it took
     fixture.write_text(table.replace('contains("yes")', 'contains("no")').replace("`echo hi`", "`echo  hi`"))
@@ -296,13 +300,19 @@ def test_rows_that_cannot_be_judged_again_say_why(tmp_path: Path) -> None:
         f"its checks read files, which {source.run_id} did not keep (a sample's tmpdir is gone): run it"
     )
     assert rows["plain"].error == f"changed since {source.run_id}: the command; run it"
+    assert rows["leaks"].status == "ERR"  # its check saw the key; the evidence holds [REDACTED]
+    assert rows["leaks"].error == (
+        "sample 0's stored output was masked ([REDACTED]): its checks read the output, "
+        "which cannot be judged on what was masked: run it"
+    )
+    assert rows["masked, exit code only"].status == "PASS"
 
     started = Store(state).run_dir(source.run_id) / "started.json"
     record = json.loads(started.read_text())
     del record["produced"]  # a run made before runs recorded what produced their rows
     started.write_text(json.dumps(record))
     older = recheck(source.run_id, RunOptions(paths=(), out=str(state))).run
-    assert {row.status for row in older.rows} == {"ERR"}
+    assert {row.status for row in older.rows} == {"ERR"}, [row.error for row in older.rows]
     assert {row.error for row in older.rows} == {
         f"{source.run_id} did not record what produced its samples (it ran before recheck existed): run it"
     }
