@@ -26,7 +26,7 @@ from fixtures_core.records.store import Store, new_run_id
 from fixtures_core.results import RowResult
 from fixtures_core.runs.close import complete
 from fixtures_core.runs.options import RunOptions, store_for
-from fixtures_core.runs.plan import plan
+from fixtures_core.runs.plan import Plan, plan
 from fixtures_core.runs.recorder import Recorder
 from fixtures_core.runs.rejudge import Recorded
 
@@ -38,9 +38,27 @@ class Rechecked:
     run: RunResult
 
 
+@dataclass(frozen=True)
+class PreparedRecheck:
+    """A recheck whose input was all found sound, nothing written yet: the new run's id, its options and
+    plan, and its rows as checked again (``close_recheck`` finalizes and writes them)."""
+
+    run_id: str
+    source: str
+    options: RunOptions
+    planned: Plan
+    rows: tuple[RowResult, ...]
+
+
 def recheck(reference: str, options: RunOptions, containment: Containment | None = None) -> Rechecked:
     """Recheck run ``reference`` (whatever ``Store.resolve_run`` takes) with the fixture files
     ``options.paths`` (none: the run's own) as they are now; ``options``' baseline and reports."""
+    return Rechecked(close_recheck(prepare_recheck(reference, options), containment))
+
+
+def prepare_recheck(reference: str, options: RunOptions) -> PreparedRecheck:
+    """Read and check everything a recheck needs and check the stored rows again; AssayError (one line,
+    naming the file) for any input that is wrong, before anything is written."""
     store = store_for(options)
     run_file = store.resolve_run(reference)
     source = load_run(run_file)
@@ -55,7 +73,6 @@ def recheck(reference: str, options: RunOptions, containment: Containment | None
         group_by=options.group_by or recorded.texts("group_by"),
         adaptive=recorded.flag("adaptive"),
         recheck=source.run_id,
-        engine="local",
     )
     if not options.paths:
         raise UsageError(f"run {source.run_id} does not record its fixture paths: name the fixture files")
@@ -68,12 +85,19 @@ def recheck(reference: str, options: RunOptions, containment: Containment | None
     run_dir = store.run_dir(source.run_id)
     produced = read_started(run_dir / STARTED).produced if (run_dir / STARTED).is_file() else {}
     stored = _stored_rows(run_dir, source)
-    rows = [
+    rows = tuple(
         recheck_row(spec, stored.get(spec.id), produced.get(spec.id), source.run_id) for spec in planned.matrix.rows
-    ]
-    recorder = Recorder(store, new_run_id(), planned.matrix, evidence_run=source.run_id)
-    run = complete(recorder, options, rows, baseline=planned.baseline, containment=containment)
-    return Rechecked(run)
+    )
+    return PreparedRecheck(new_run_id(), source.run_id, options, planned, rows)
+
+
+def close_recheck(prepared: PreparedRecheck, containment: Containment | None = None) -> RunResult:
+    """Finalize the rechecked rows and write the new run and its reports (``runs.close``)."""
+    store = store_for(prepared.options)
+    recorder = Recorder(store, prepared.run_id, prepared.planned.matrix, evidence_run=prepared.source)
+    return complete(
+        recorder, prepared.options, prepared.rows, baseline=prepared.planned.baseline, containment=containment
+    )
 
 
 def _check_source(store: Store, run_file: Path, source: RunResult) -> None:

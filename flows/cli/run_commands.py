@@ -26,7 +26,7 @@ from fixtures_core.reports.outputs import check_bundle, check_writable, write_bu
 from fixtures_core.reports.progress import Progress
 from fixtures_core.runs.options import RunOptions, resume_options
 from fixtures_core.runs.plan import plan
-from fixtures_core.runs.recheck import recheck
+from fixtures_core.runs.recheck import close_recheck, prepare_recheck
 from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
 from flows.cli.help_texts import (
@@ -238,19 +238,28 @@ def recheck_command(
     summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
     frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
     out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+    engine: Annotated[
+        str, typer.Option("--engine", help="prefect (default: a flow run with artifacts) or local (no Prefect).")
+    ] = "prefect",
 ) -> None:
     """Check a stored run's samples again with the fixture files as they are now; no command runs. A new run."""
     _check_json_path(json_path)
     options = RunOptions(
         paths=tuple(paths or ()), out=out_dir, baseline=baseline, tolerance=tolerance, label=label,
-        html=html, junit=junit, summary=summary, frame=frame, engine="local",
+        html=html, junit=junit, summary=summary, frame=frame, engine=engine,
     )  # fmt: skip
     options.check()
-    with Containment() as containment, current_guard().running(containment):
-        rechecked = recheck(run_ref, options, containment)
-    closing[:] = [(rechecked.run, options)]
-    _report(rechecked.run, json_path)
-    raise Exit(2 if current_guard().interrupted else rechecked.run.verdict.exit_code)
+    prepared = prepare_recheck(run_ref, options)
+    if engine == "local":
+        with Containment() as containment, current_guard().running(containment):
+            run = close_recheck(prepared, containment)
+    else:
+        from flows.flow.recheck import recheck_with_prefect
+
+        run = recheck_with_prefect(prepared, _prefect_backend())
+    closing[:] = [(run, options)]
+    _report(run, json_path)
+    raise Exit(2 if current_guard().interrupted else run.verdict.exit_code)
 
 
 def _check_json_path(json_path: Path | None) -> None:

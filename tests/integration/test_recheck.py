@@ -81,6 +81,7 @@ def comparable(document: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     for key in ("run_id", "started_at", "finished_at", "rechecked"):
         document.pop(key, None)
     document["options"].pop("recheck", None)
+    document["options"].pop("engine", None)  # how it ran, not what it found
     for fixture in document["fixtures"]:
         for row in fixture["rows"]:
             if "evidence" in row:
@@ -101,7 +102,7 @@ def test_unchanged_fixtures_give_exactly_the_source_runs_verdicts(tmp_path: Path
     ran, source = cli(tmp_path, str(fixture), "--engine", "local")
     samples = marks(mark)
 
-    done, rechecked = cli(tmp_path, "recheck", source["run_id"])
+    done, rechecked = cli(tmp_path, "recheck", source["run_id"], "--engine", "local")
 
     assert done.returncode == ran.returncode, done.stdout + done.stderr
     assert marks(mark) == samples
@@ -131,7 +132,12 @@ def test_a_fixed_assertion_is_judged_on_the_stored_samples_and_no_command_starts
                (("--html", "r.html"), ("--junit", "r.xml"), ("--summary", "r.md"), ("--frame", "r.csv"))}  # fmt: skip
 
     done, rechecked = cli(
-        tmp_path, "recheck", source["run_id"], *(x for flag, path in reports.items() for x in (flag, str(path)))
+        tmp_path,
+        "recheck",
+        source["run_id"],
+        "--engine",
+        "local",
+        *(x for flag, path in reports.items() for x in (flag, str(path))),
     )
 
     assert marks(mark) == samples, "a recheck started a sample command"
@@ -216,7 +222,7 @@ def test_bad_input_is_one_line_naming_the_file_exit_2_and_nothing_written(tmp_pa
         fixture.write_text(fixture.read_text().replace("repeat: 3", "repeat: [3"))
         named = str(fixture)
 
-    done, _document = cli(tmp_path, "recheck", reference, out=state.name)
+    done, _document = cli(tmp_path, "recheck", reference, "--engine", "local", out=state.name)
 
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -235,7 +241,7 @@ def fenced(section: str, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", section, re.S)
 
 
-def test_the_readme_worked_example_runs_as_printed(tmp_path: Path) -> None:
+def test_the_readme_worked_example_runs_as_printed(tmp_path: Path, prefect_server: Any) -> None:
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     section = readme_section()
     night, morning = fenced(section, "bash")
@@ -316,3 +322,30 @@ def test_rows_that_cannot_be_judged_again_say_why(tmp_path: Path) -> None:
     assert {row.error for row in older.rows} == {
         f"{source.run_id} did not record what produced its samples (it ran before recheck existed): run it"
     }
+
+
+def test_on_the_prefect_engine_a_recheck_is_a_flow_run_with_the_runs_artifacts(
+    tmp_path: Path, prefect_server: Any
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import temporary_settings
+
+    from tests.integration.prefect_views import flow_run_named, view
+
+    fixture, mark = write_corpus(tmp_path)
+    _ran, source = cli(tmp_path, str(fixture), "--engine", "local", "--label", "nightly")
+    samples = marks(mark)
+
+    done, rechecked = cli(tmp_path, "recheck", source["run_id"], "--label", "morning")  # the default engine
+
+    assert done.returncode == 2, done.stdout + done.stderr  # the corpus has ERR rows
+    assert marks(mark) == samples, "a recheck started a sample command"
+    assert rechecked["rechecked"] == source["run_id"]
+    with temporary_settings(updates={"api.url": prefect_server.api_url}), get_client(sync_client=True) as client:
+        flow_run = flow_run_named(client, f"{rechecked['run_id']} morning")
+        seen = view(client, flow_run.id)
+    assert seen.flow_run.state is not None and seen.flow_run.state.is_failed()
+    assert rechecked["run_id"] in str(seen.flow_run.state.message)
+    assert {"assay-report-morning", "assay-rows-morning", "assay-metrics-morning"} <= set(seen.artifacts)
+    assert rows_of(rechecked)["wrong"]["status"] == "FAIL"
+    assert not seen.tasks, "a recheck runs no sample task"
