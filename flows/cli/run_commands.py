@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import click
 import typer
@@ -24,6 +24,7 @@ from fixtures_core.records.store import SHIPPED, Store, bless_refusal, new_run_i
 from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import check_bundle, check_writable, write_bundle
 from fixtures_core.reports.progress import Progress
+from fixtures_core.runs.backtest import backtest, backtest_lines
 from fixtures_core.runs.options import RunOptions, resume_options
 from fixtures_core.runs.plan import plan
 from fixtures_core.runs.recheck import close_recheck, prepare_recheck
@@ -222,7 +223,7 @@ def rejudge_command(
 
 
 def recheck_command(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP)],
+    run_ref: Annotated[Optional[str], typer.Argument(metavar="RUN", help=RUN_HELP)] = None,
     paths: Annotated[
         Optional[list[str]],
         typer.Argument(metavar="FIXTURE", help="Fixture files to check with (default: the run's own, as now)."),
@@ -241,8 +242,16 @@ def recheck_command(
     engine: Annotated[
         str, typer.Option("--engine", help="prefect (default: a flow run with artifacts) or local (no Prefect).")
     ] = "prefect",
+    last: Annotated[
+        Optional[int],
+        typer.Option("--last", help="Backtest: recheck the last N runs of --label (every argument a FIXTURE)."),
+    ] = None,
 ) -> None:
     """Check a stored run's samples again with the fixture files as they are now; no command runs. A new run."""
+    if last is not None:
+        _backtest(label, last, (*([run_ref] if run_ref else []), *(paths or ())), out_dir)
+    if run_ref is None:
+        raise click.UsageError("give the RUN to recheck, or --label L --last N to backtest")
     _check_json_path(json_path)
     options = RunOptions(
         paths=tuple(paths or ()), out=out_dir, baseline=baseline, tolerance=tolerance, label=label,
@@ -260,6 +269,16 @@ def recheck_command(
     closing[:] = [(run, options)]
     _report(run, json_path)
     raise Exit(2 if current_guard().interrupted else run.verdict.exit_code)
+
+
+def _backtest(label: str | None, last: int, paths: tuple[str, ...], out_dir: str) -> NoReturn:
+    """``recheck --label L --last N``: each of the last N runs of L rechecked, nothing written; exit 0."""
+    if label is None:
+        raise click.UsageError("--last backtests the runs of a label: give --label")
+    found = backtest(label, last, RunOptions(paths=paths, out=out_dir, engine="local"))
+    for line in backtest_lines(found):
+        out.print(line, markup=False, soft_wrap=True)
+    raise Exit(0)
 
 
 def _check_json_path(json_path: Path | None) -> None:

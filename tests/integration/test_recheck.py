@@ -244,11 +244,18 @@ def fenced(section: str, language: str) -> list[str]:
 def test_the_readme_worked_example_runs_as_printed(tmp_path: Path, prefect_server: Any) -> None:
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     section = readme_section()
-    night, morning = fenced(section, "bash")
-    (edit,) = fenced(section, "diff")
-    removed = [line[1:] for line in edit.splitlines() if line.startswith("-")]
-    added = [line[1:] for line in edit.splitlines() if line.startswith("+")]
+    night, morning, backtest = fenced(section, "bash")
+    edit, threshold = fenced(section, "diff")
     matrix = tmp_path / "examples" / "matrix.md"
+
+    def apply(diff: str) -> None:
+        removed = [line[1:] for line in diff.splitlines() if line.startswith("-")]
+        added = [line[1:] for line in diff.splitlines() if line.startswith("+")]
+        text = matrix.read_text()
+        for old, new in zip(removed, added, strict=True):
+            assert text.count(old) == 1, old
+            text = text.replace(old, new)
+        matrix.write_text(text)
 
     def run(block: str) -> subprocess.CompletedProcess[str]:
         (command,) = block.strip().splitlines()
@@ -260,11 +267,7 @@ def test_the_readme_worked_example_runs_as_printed(tmp_path: Path, prefect_serve
 
     ran = run(night)
     assert ran.returncode == 1 and re.search(r"API low\s+│ FAIL", ran.stdout), ran.stdout
-    text = matrix.read_text()
-    for old, new in zip(removed, added, strict=True):
-        assert old in text
-        text = text.replace(old, new)
-    matrix.write_text(text)
+    apply(edit)
     rechecked = run(morning)
 
     assert rechecked.returncode == 1, rechecked.stdout + rechecked.stderr
@@ -274,6 +277,12 @@ def test_the_readme_worked_example_runs_as_printed(tmp_path: Path, prefect_serve
     source = json.loads(next((tmp_path / ".assay" / "runs").glob("*/started.json")).read_text())["run_id"]
     assert document["rechecked"] == source
     assert "FAIL" in rechecked.stdout.splitlines()[-1]
+
+    apply(threshold)
+    tried = run(backtest)
+    assert tried.returncode == 0, tried.stdout + tried.stderr
+    (shown,) = re.findall(r"```\n(backtest of .*?)```", section, re.S)
+    assert tried.stdout == shown.replace("RUN", source), tried.stdout
 
 
 def test_rows_that_cannot_be_judged_again_say_why(tmp_path: Path) -> None:
@@ -349,3 +358,23 @@ def test_on_the_prefect_engine_a_recheck_is_a_flow_run_with_the_runs_artifacts(
     assert {"assay-report-morning", "assay-rows-morning", "assay-metrics-morning"} <= set(seen.artifacts)
     assert rows_of(rechecked)["wrong"]["status"] == "FAIL"
     assert not seen.tasks, "a recheck runs no sample task"
+
+
+def test_a_backtest_names_the_nights_on_which_the_new_check_changes_a_rows_answer(tmp_path: Path) -> None:
+    fixture, mark = write_corpus(tmp_path)
+    for label in ("nightly", "nightly", "other", "nightly"):
+        cli(tmp_path, str(fixture), "--engine", "local", "--label", label)
+    state = tmp_path / "state"
+    before, samples = runs_in(state), marks(mark)
+    write_corpus(tmp_path, CORPUS.replace("`json.score > 5` | | | |\n| worse", "`json.score > 50` | | | |\n| worse"))
+
+    done = run_cli(["recheck", "--label", "nightly", "--last", "14", "--out", str(state)], cwd=tmp_path, env=WIDE)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "backtest of 'nightly': the fixture files as they are now, on its last 3 runs"
+    assert [line.split()[:2] for line in lines[1:4]] == [["night", "1"], ["night", "2"], ["night", "3"]]
+    assert all("then ERR  now ERR" in line for line in lines[1:4]), lines  # the corpus has ERR rows
+    assert "'good': would have failed on 3 of 3 nights: runs 1, 2, 3" in lines
+    assert marks(mark) == samples, "a backtest started a sample command"
+    assert runs_in(state) == before, "a backtest leaves the history as it was"
