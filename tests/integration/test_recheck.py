@@ -93,16 +93,20 @@ def rows_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for fixture in document["fixtures"] for row in fixture["rows"]}
 
 
-@pytest.mark.parametrize("example", ["corpus", "matrix"])
+@pytest.mark.parametrize("example", ["corpus", "matrix", "matrix with --baseline"])
 def test_unchanged_fixtures_give_exactly_the_source_runs_verdicts(tmp_path: Path, example: str) -> None:
+    gate: tuple[str, ...] = ()
     if example == "corpus":
         fixture, mark = write_corpus(tmp_path)
     else:
         fixture, mark = REPO / "examples" / "matrix.md", tmp_path / "none"
-    ran, source = cli(tmp_path, str(fixture), "--engine", "local")
+    if example == "matrix with --baseline":
+        _first, shipped = cli(tmp_path, str(fixture), "--engine", "local")
+        gate = ("--baseline", shipped["run_id"])
+    ran, source = cli(tmp_path, str(fixture), "--engine", "local", *gate)
     samples = marks(mark)
 
-    done, rechecked = cli(tmp_path, "recheck", source["run_id"], "--engine", "local")
+    done, rechecked = cli(tmp_path, "recheck", source["run_id"], "--engine", "local", *gate)
 
     assert done.returncode == ran.returncode, done.stdout + done.stderr
     assert marks(mark) == samples
@@ -111,6 +115,8 @@ def test_unchanged_fixtures_give_exactly_the_source_runs_verdicts(tmp_path: Path
     assert comparable(rechecked, state.run_dir(rechecked["run_id"])) == comparable(
         source, state.run_dir(source["run_id"])
     )
+    if gate:
+        assert rechecked["comparison"] == source["comparison"]
     if example == "corpus":  # the corpus does cover every status
         assert {row["status"] for row in rows_of(source).values()} == {"PASS", "FAIL", "ERR", "SKIP"}
 
