@@ -582,3 +582,10 @@ def _result(
         error=mask.optional(verdict.error),
         stopped=stopped,
     )
+
+
+def row_result(
+    row: RowSpec, samples: tuple[SampleResult, ...], verdict: RowVerdict, stopped: Stop | None = None
+) -> RowResult:
+    """The result of ``row`` with ``samples`` and its ``verdict`` (``verdicts.row``'s), its stored text masked."""
+    return _result(row, samples, verdict, stopped)

@@ -20,11 +20,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fixtures_core.errors import RunFileError, StateError, UsageError
 from fixtures_core.execution.pool import Resumed
+from fixtures_core.execution.produced import produced_by
 from fixtures_core.files import STATE_FOLDER_RULE, own_file_refusal
 from fixtures_core.limits import MAX_RUN_JSON_DEPTH, loads_json, read_regular_file
 from fixtures_core.records.evidence import read_evidence
@@ -49,6 +50,8 @@ class Started:
     started_at: str
     options: dict[str, object]
     fixtures: dict[str, str]  # file (as run documents name it) -> sha256
+    # row id -> what produced its samples (``execution.produced``); empty in a record made before it was kept
+    produced: dict[str, dict[str, str]] = field(default_factory=dict)
     path: str = STARTED  # the record itself, for messages about its fields
 
 
@@ -60,6 +63,7 @@ def write_started(store: Store, run_id: str, started_at: str, options: dict[str,
         "started_at": started_at,
         "options": options,
         "fixtures": {f.identity or f.path: f.sha256 for f in matrix.files},
+        "produced": {row.id: produced_by(row) for row in matrix.rows},
     }
     write_json_atomic(store.run_dir(run_id) / STARTED, document, own=True)
 
@@ -112,7 +116,12 @@ def read_started(path: Path) -> Started:
     options, fixtures = document.get("options"), document.get("fixtures")
     if not isinstance(options, dict) or not isinstance(fixtures, dict):
         raise RunFileError(str(path), "start record without options or fixtures", role=None)
-    return Started(str(document.get("run_id")), str(document.get("started_at")), options, fixtures, str(path))
+    produced = document.get("produced", {})
+    if not isinstance(produced, dict) or not all(
+        isinstance(parts, dict) and all(isinstance(v, str) for v in parts.values()) for parts in produced.values()
+    ):
+        raise RunFileError(str(path), "start record whose 'produced' is not row -> part -> digest", role=None)
+    return Started(str(document.get("run_id")), str(document.get("started_at")), options, fixtures, produced, str(path))
 
 
 def check_resumable(store: Store, started: Started) -> None:

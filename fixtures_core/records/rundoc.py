@@ -84,6 +84,7 @@ class RunResult:
     comparison: Comparison | None = None
     suites: tuple[SuiteOutcome, ...] = ()
     dask: DaskCluster | None = None
+    rechecked: str | None = None  # the run whose stored samples this run judged again (``assay recheck``)
     schema: str = SCHEMA
 
     @property
@@ -143,7 +144,7 @@ def _git_state() -> dict[str, object]:
 
 # The order DESIGN lists the run document's keys in; readers see them so.
 _RUN_KEYS = (
-    "schema", "run_id", "label", "started_at", "finished_at", "status", "error", "stopped",
+    "schema", "run_id", "label", "rechecked", "started_at", "finished_at", "status", "error", "stopped",
     "environment", "options", "dask", "fixtures", "summary", "suites", "comparison",
 )  # fmt: skip
 

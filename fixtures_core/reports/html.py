@@ -166,6 +166,7 @@ def _header(run: RunResult, context: Context) -> str:
     verdict = run.verdict
     look = status_words.verdict(verdict)
     label = f" <span class='muted'>[{escape(run.label)}]</span>" if run.label else ""
+    label += f" <span class='muted'>(rechecked: {escape(run.rechecked)})</span>" if run.rechecked else ""
     counts = (
         f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.skipped} skipped; "
         f"{s.samples} samples in {s.rows} rows"

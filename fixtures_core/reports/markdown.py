@@ -46,6 +46,7 @@ def render(run: RunResult, document: str | Path | None = None, since: Since | No
     if since is _LOOK_UP:
         since = since_of_document(run, document) if document is not None else None
     label = f" [{run.label}]" if run.label else ""
+    label += f" (rechecked: `{run.rechecked}`)" if run.rechecked else ""
     lines = [f"# assay run `{run.run_id}`{label}: **{status_words.verdict(run.verdict).word}**", ""]
     lines += [f"Verdict: {escape(describe.answer(run))}", ""]
     if isinstance(since, Since):

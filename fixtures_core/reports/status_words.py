@@ -111,6 +111,19 @@ def of_word(word: str) -> Look | None:
     return status(found) if found is not None else None
 
 
+_WOULD_HAVE: dict[str, str] = {
+    "PASS": "would have passed",
+    "FAIL": "would have failed",
+    "ERR": "would have erred",
+    "SKIP": "would have been skipped",
+}
+
+
+def would_have(value: str) -> str:
+    """What a status found by a backtest says of a night that ran before the check changed."""
+    return _WOULD_HAVE.get(value, f"would have been {value}")
+
+
 def symbol(value: Status | None, flaky: bool = False) -> str:
     """A status as one character in a strip of runs: ✓ ✗ E -, ``~`` flaky, ``·`` absent."""
     return "·" if value is None else "~" if flaky else _SYMBOLS[value]

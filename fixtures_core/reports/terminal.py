@@ -41,6 +41,9 @@ def render(
 def render_body(run: RunResult, console: Console, since: Since | None = None) -> None:
     """Print the report of a run up to its verdict line (tables, failures with their age when ``since`` gives
     it, suites, the comparison)."""
+    if run.rechecked:
+        told = f"rechecked: {run.rechecked} (its stored samples, checked again; no sample command ran)"
+        console.print(visible(told), markup=False, soft_wrap=True)
     console.print(rows_table(run))
     metrics = metrics_table(run)
     if metrics is not None:
@@ -71,7 +74,8 @@ def render_body(run: RunResult, console: Console, since: Since | None = None) ->
 def rows_table(run: RunResult) -> Table:
     """One line per row: status, samples passed, median time, pass@k, pass^k."""
     k_label = describe.k_label(run)
-    table = Table(title=f"assay run {run.run_id}" + (f" [{run.label}]" if run.label else ""), title_justify="left")
+    title = f"assay run {run.run_id}" + (f" [{run.label}]" if run.label else "")
+    table = Table(title=title, title_justify="left")
     table.add_column("row")
     table.add_column("status")
     for name in ("passed", "median", f"pass@{k_label}", f"pass^{k_label}"):

@@ -199,6 +199,7 @@ def _run_document(
         summary=summary,
         suites=suites,
         dask=recorder.dask,
+        rechecked=options.recheck,
     )
 
 

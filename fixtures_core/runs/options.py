@@ -80,6 +80,7 @@ class RunOptions:
     judge: str | None = None  # a judge command line replacing every suite's own
     seed: int | None = None  # the seed of the judge's blind labels (default: the suite's, else a new one)
     rejudge: str | None = None  # the run whose evidence this run re-judges
+    recheck: str | None = None  # the run whose stored samples this run checks again (no sample runs)
     html: str | None = None
     junit: str | None = None
     summary: str | None = None

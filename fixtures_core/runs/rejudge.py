@@ -51,7 +51,7 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
     seed = options.seed
     if seed is None:
         seed = next((s.judge.seed for s in judged if s.judge is not None), None)
-    recorded = _Recorded(run_file, original.options)
+    recorded = Recorded(run_file, original.options)
     options = replace(
         options,
         paths=paths_read_from(recorded.texts("paths"), original.options.get(WORKDIR)),
@@ -93,7 +93,7 @@ def rejudge(reference: str, options: RunOptions, containment: Containment | None
 
 
 @dataclass(frozen=True)
-class _Recorded:
+class Recorded:
     """The options a run file recorded, read back; a value of the wrong type is a UsageError naming
     the file and the option (an edited or damaged run file), never an option silently dropped."""
 
@@ -114,6 +114,12 @@ class _Recorded:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise self._wrong(name, "a string or a list of strings", value)
         return tuple(value)
+
+    def flag(self, name: str) -> bool:
+        value = self.options.get(name, False)
+        if not isinstance(value, bool):
+            raise self._wrong(name, "true or false", value)
+        return value
 
     def count(self, name: str) -> int | None:
         value = self.options.get(name)

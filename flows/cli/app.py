@@ -14,7 +14,7 @@ from flows.cli.offline_commands import (
     trends_command,
     validate_command,
 )
-from flows.cli.run_commands import rejudge_command, run_command
+from flows.cli.run_commands import recheck_command, rejudge_command, run_command
 from flows.cli.server_commands import server_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Run Markdown fixture matrices; one verdict.")
@@ -28,6 +28,20 @@ app.command("history")(history_command)
 app.command("trends")(trends_command)
 app.command("rejudge")(rejudge_command)
 app.command("retire")(retire_command)
+app.command("recheck")(recheck_command)
 app.add_typer(server_app, name="server")
 
-SUBCOMMANDS = ("run", "validate", "bless", "compare", "show", "report", "history", "trends", "rejudge", "server")
+SUBCOMMANDS = (
+    "run",
+    "validate",
+    "bless",
+    "compare",
+    "show",
+    "report",
+    "history",
+    "trends",
+    "rejudge",
+    "recheck",
+    "retire",
+    "server",
+)

@@ -1,4 +1,4 @@
-"""The commands that make a run: ``assay run`` (and ``python -m flows.run``) and ``assay rejudge``.
+"""The commands that make a run: ``assay run`` (and ``python -m flows.run``), ``assay rejudge`` and ``assay recheck``.
 
 They check the command line's own options, hand a ``RunOptions`` to
 ``fixtures_core/runs/`` (the local engine) or to the Prefect flow
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import click
 import typer
@@ -25,8 +25,10 @@ from fixtures_core.reports import terminal
 from fixtures_core.reports.outputs import check_bundle, check_writable, state_folder, write_bundle
 from fixtures_core.reports.progress import Progress
 from fixtures_core.reports.trends import since_of
+from fixtures_core.runs.backtest import backtest, backtest_lines
 from fixtures_core.runs.options import RunOptions, resume_options
 from fixtures_core.runs.plan import plan
+from fixtures_core.runs.recheck import close_recheck, prepare_recheck
 from fixtures_core.runs.rejudge import rejudge
 from fixtures_core.spec import Matrix
 from flows.cli.help_texts import (
@@ -218,6 +220,65 @@ def rejudge_command(
     closing[:] = [(rejudged.run, options)]
     _report(rejudged.run, json_path)
     raise Exit(2 if current_guard().interrupted else rejudged.run.verdict.exit_code)
+
+
+def recheck_command(
+    run_ref: Annotated[Optional[str], typer.Argument(metavar="RUN", help=RUN_HELP)] = None,
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="FIXTURE", help="Fixture files to check with (default: the run's own, as now)."),
+    ] = None,
+    baseline: Annotated[
+        Optional[str], typer.Option("--baseline", help=f"Compare with a saved run: {SAVED_RUN}.")
+    ] = None,
+    tolerance: Annotated[float, typer.Option("--regression-tolerance", help="Allowed drop of suite rates.")] = 0.0,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with the new run.")] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the run document here.")] = None,
+    html: Annotated[Optional[str], typer.Option("--html", help=HTML_HELP)] = None,
+    junit: Annotated[Optional[str], typer.Option("--junit", help=JUNIT_HELP)] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help=SUMMARY_HELP)] = None,
+    frame: Annotated[Optional[str], typer.Option("--frame", help=FRAME_HELP)] = None,
+    out_dir: Annotated[str, typer.Option("--out", help="State folder.")] = ".assay",
+    engine: Annotated[
+        str, typer.Option("--engine", help="prefect (default: a flow run with artifacts) or local (no Prefect).")
+    ] = "prefect",
+    last: Annotated[
+        Optional[int],
+        typer.Option("--last", help="Backtest: recheck the last N runs of --label (every argument a FIXTURE)."),
+    ] = None,
+) -> None:
+    """Check a stored run's samples again with the fixture files as they are now; no command runs. A new run."""
+    if last is not None:
+        _backtest(label, last, (*([run_ref] if run_ref else []), *(paths or ())), out_dir)
+    if run_ref is None:
+        raise click.UsageError("give the RUN to recheck, or --label L --last N to backtest")
+    _check_json_path(json_path)
+    options = RunOptions(
+        paths=tuple(paths or ()), out=out_dir, baseline=baseline, tolerance=tolerance, label=label,
+        html=html, junit=junit, summary=summary, frame=frame, engine=engine,
+    )  # fmt: skip
+    options.check()
+    prepared = prepare_recheck(run_ref, options)
+    if engine == "local":
+        with Containment() as containment, current_guard().running(containment):
+            run = close_recheck(prepared, containment)
+    else:
+        from flows.flow.recheck import recheck_with_prefect
+
+        run = recheck_with_prefect(prepared, _prefect_backend())
+    closing[:] = [(run, options)]
+    _report(run, json_path)
+    raise Exit(2 if current_guard().interrupted else run.verdict.exit_code)
+
+
+def _backtest(label: str | None, last: int, paths: tuple[str, ...], out_dir: str) -> NoReturn:
+    """``recheck --label L --last N``: each of the last N runs of L rechecked, nothing written; exit 0."""
+    if label is None:
+        raise click.UsageError("--last backtests the runs of a label: give --label")
+    found = backtest(label, last, RunOptions(paths=paths, out=out_dir, engine="local"))
+    for line in backtest_lines(found):
+        out.print(line, markup=False, soft_wrap=True)
+    raise Exit(0)
 
 
 def _check_json_path(json_path: Path | None) -> None:
