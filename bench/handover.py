@@ -34,9 +34,11 @@ Goal (issue 42): median handover within 0.5 s.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 GOAL_S = 0.5
+WORKERS: list[subprocess.Popen[bytes]] = []  # the pool variant's two workers
 SHARDS = ("a", "b")
 VARIANTS = ("pool", "runs", "alone", "limits")
 
@@ -154,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         from flows.server.local import stop
 
+        for worker in WORKERS:  # the pool's workers live across rounds: stopped here, not counted as left over
+            c.kill_group(worker.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(timeout=30)
         stop(home.resolve())
         after = c.kill_leftovers()
         shutil.rmtree(work, ignore_errors=True)
@@ -300,8 +307,15 @@ def pool_variant(py: str, env: dict[str, str], work: Path, args: argparse.Namesp
                 *shard_parameters, "--job-variable", allowed)  # fmt: skip
     worker_env = {**env, "PREFECT_WORKER_QUERY_SECONDS": "1"}
     for _ in range(2):
-        c.spawn([py, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "1"], env=worker_env, cwd=work,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        WORKERS.append(
+            c.spawn(
+                [py, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "1"],
+                env=worker_env,
+                cwd=work,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        )
 
     def round_(folder: Path) -> None:
         from prefect.client.orchestration import get_client
